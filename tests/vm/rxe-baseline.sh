@@ -1,0 +1,167 @@
+#!/bin/bash
+# rxe baseline, run inside the guest as root by
+#   scripts/run-vm --script tests/vm/rxe-baseline.sh
+# Proves the guest's RDMA stack works on the software RoCE driver (rdma_rxe)
+# before qrdma exists: same tools and checks qrdma must pass later. Prints
+# TAP; exits nonzero if any test failed. Command output goes to
+# $QRDMA_OUT/rxe-baseline/ (the host's --out directory) and is echoed as TAP
+# comments on failure.
+set -euo pipefail
+
+NETDEV=${NETDEV:-eth0}
+DEV=rxe0
+LOGDIR=${QRDMA_OUT:-/tmp}/rxe-baseline
+TESTS=(
+    load_modules link_add port_active gid_index
+    rc_pingpong write_bw link_delete dmesg_clean
+)
+
+N=0 FAILED=0 GID_INDEX=
+BW_GBPS=
+
+# --- TAP plumbing ---------------------------------------------------------------
+
+diag() { sed 's/^/# /' "$@"; }
+
+# run_test NAME: a test function returns nonzero on failure. Tests run in
+# an `if`, where bash ignores errexit, so each checks its steps explicitly.
+run_test() {
+    local name=$1 desc
+    desc=$(describe "$name")
+    N=$((N + 1))
+    if "t_$name" >"$LOGDIR/$name.log" 2>&1; then
+        echo "ok $N - $desc"
+    else
+        echo "not ok $N - $desc"
+        diag "$LOGDIR/$name.log"
+        FAILED=$((FAILED + 1))
+    fi
+    # Progress lines the test wants shown even on success.
+    grep '^INFO: ' "$LOGDIR/$name.log" | sed 's/^INFO: /# /' || true
+}
+
+describe() {
+    case $1 in
+        load_modules) echo "load crc32_generic and rdma_rxe" ;;
+        link_add) echo "rdma link add $DEV type rxe netdev $NETDEV" ;;
+        port_active) echo "ibv_devinfo -d $DEV shows PORT_ACTIVE" ;;
+        gid_index) echo "$DEV has a RoCE v2 IPv4 GID" ;;
+        rc_pingpong) echo "ibv_rc_pingpong server and client on $DEV" ;;
+        write_bw) echo "ib_write_bw loopback on $DEV reports bandwidth" ;;
+        link_delete) echo "rdma link delete $DEV" ;;
+        dmesg_clean) echo "dmesg has no WARNING/BUG/Oops/lockdep" ;;
+    esac
+}
+
+# wait_listen PORT: until a TCP listener is up (the perftest/pingpong
+# servers exchange QP info over TCP before any RDMA traffic).
+wait_listen() {
+    local port=$1 i
+    for i in $(seq 100); do
+        ss -Hltn "sport = :$port" | grep -q . && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on TCP port $port"
+    return 1
+}
+
+# server_client PORT TIMEOUT CMD...: run CMD as server, then CMD 127.0.0.1 as
+# client; succeed if both do. Outputs in $LOGDIR/{server,client}.out.
+server_client() {
+    local port=$1 tmo=$2 spid rc=0 src=0
+    shift 2
+    timeout "$tmo" "$@" >"$LOGDIR/server.out" 2>&1 &
+    spid=$!
+    wait_listen "$port" || { kill "$spid" 2>/dev/null; wait "$spid"; return 1; }
+    timeout "$tmo" "$@" 127.0.0.1 >"$LOGDIR/client.out" 2>&1 || rc=$?
+    wait "$spid" || src=$?
+    echo "--- server (exit $src)"; cat "$LOGDIR/server.out"
+    echo "--- client (exit $rc)"; cat "$LOGDIR/client.out"
+    [ $rc -eq 0 ] && [ $src -eq 0 ]
+}
+
+# --- tests ------------------------------------------------------------------------
+
+# rdma_rxe needs crc32 through the crypto API, which modules.dep omits.
+t_load_modules() {
+    modprobe crc32_generic &&
+        modprobe rdma_rxe &&
+        lsmod | grep -q '^rdma_rxe '
+}
+
+t_link_add() {
+    rdma link add "$DEV" type rxe netdev "$NETDEV" &&
+        rdma link show "$DEV/1"
+}
+
+t_port_active() {
+    local i
+    for i in $(seq 50); do
+        ibv_devinfo -d "$DEV" | grep -q 'state:.*PORT_ACTIVE' && {
+            ibv_devinfo -d "$DEV"; return 0; }
+        sleep 0.1
+    done
+    ibv_devinfo -d "$DEV"
+    return 1
+}
+
+# The index of the RoCE v2 GID made from the IPv4 address (::ffff:a.b.c.d);
+# its position depends on the link-local IPv6 and RoCE v1 entries.
+t_gid_index() {
+    local ports=/sys/class/infiniband/$DEV/ports/1 f i gid type
+    for f in "$ports"/gids/*; do
+        i=${f##*/}
+        gid=$(cat "$f")
+        type=$(cat "$ports/gid_attrs/types/$i" 2>/dev/null || true)
+        echo "gid[$i] $gid $type"
+        if [ "$type" = "RoCE v2" ] &&
+           [[ $gid == 0000:0000:0000:0000:0000:ffff:* ]]; then
+            GID_INDEX=$i
+            echo "INFO: IPv4 RoCE v2 GID index $i ($gid)"
+            return 0
+        fi
+    done
+    return 1
+}
+
+t_rc_pingpong() {
+    [ -n "$GID_INDEX" ] || { echo "no GID index"; return 1; }
+    server_client 18515 60 ibv_rc_pingpong -d "$DEV" -g "$GID_INDEX" -n 200 || return 1
+    grep -E 'bytes in .* seconds' "$LOGDIR/client.out" | sed 's/^/INFO: /'
+}
+
+t_write_bw() {
+    [ -n "$GID_INDEX" ] || { echo "no GID index"; return 1; }
+    server_client 18515 120 ib_write_bw -d "$DEV" -x "$GID_INDEX" -F \
+        --report_gbits -s 65536 -n 1000 || return 1
+    # Result row: #bytes #iterations BW-peak BW-average MsgRate.
+    BW_GBPS=$(awk '$1 == 65536 && $2 == 1000 {print $4}' "$LOGDIR/client.out" | tail -n 1)
+    [ -n "$BW_GBPS" ] || { echo "no result row"; return 1; }
+    echo "INFO: ib_write_bw average $BW_GBPS Gb/s"
+    awk -v bw="$BW_GBPS" 'BEGIN {exit !(bw > 0)}'
+}
+
+t_link_delete() {
+    rdma link delete "$DEV" && ! rdma link show "$DEV/1" 2>/dev/null
+}
+
+t_dmesg_clean() {
+    local bad
+    bad=$(dmesg | grep -E '\b(WARNING|BUG|Oops)\b|lockdep|Call Trace' || true)
+    [ -z "$bad" ] && return 0
+    echo "$bad"
+    return 1
+}
+
+main() {
+    local t
+    mkdir -p "$LOGDIR"
+    echo "1..${#TESTS[@]}"
+    for t in "${TESTS[@]}"; do
+        run_test "$t"
+    done
+    echo "# $((N - FAILED))/$N passed"
+    [ "$FAILED" -eq 0 ]
+}
+
+main "$@"
