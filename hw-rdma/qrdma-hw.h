@@ -34,7 +34,17 @@
 /* BARs */
 #define QRDMA_REG_BAR                   0
 #define QRDMA_REG_BAR_SIZE              0x1000
+/*
+ * BAR2 holds one 4 KiB doorbell page per user context, so that a page can
+ * be mapped into exactly one process.  Page 0 belongs to the kernel.
+ */
+#define QRDMA_DB_BAR                    2
+#define QRDMA_DB_PAGE_SIZE              0x1000
 #define QRDMA_MSIX_BAR                  4
+
+/* The page size of every page list the device reads. */
+#define QRDMA_PAGE_SHIFT                12
+#define QRDMA_PAGE_SIZE                 (1u << QRDMA_PAGE_SHIFT)
 
 /*
  * BAR0 registers.  32-bit registers take aligned 32-bit accesses only; a
@@ -46,9 +56,32 @@
 #define QRDMA_REG_CAPS                  0x008   /* RO 64 */
 #define QRDMA_REG_DEV_CTRL              0x010   /* RW 32 */
 #define QRDMA_REG_DEV_STATUS            0x014   /* RO 32 */
+#define QRDMA_REG_CONFIG_ERR            0x018   /* RO 32 */
+/* Command queue: writable only while DEV_CTRL.ENABLE is 0. */
+#define QRDMA_REG_CMDQ_BASE             0x020   /* RW 64 */
+#define QRDMA_REG_CMDQ_LOG2             0x028   /* RW 32 */
+#define QRDMA_REG_CMDQ_PI               0x02c   /* RW 32, the doorbell */
+#define QRDMA_REG_CMDQ_CI               0x030   /* RO 32 */
+#define QRDMA_REG_CMPQ_BASE             0x038   /* RW 64 */
+/* Ethernet function */
+#define QRDMA_REG_ETH_MAC_LO            0x100   /* RO 32: MAC bytes 0-3 */
+#define QRDMA_REG_ETH_MAC_HI            0x104   /* RO 32: MAC bytes 4-5 */
+#define QRDMA_REG_ETH_LINK              0x108   /* RO 32 */
+#define QRDMA_REG_ETH_CTRL              0x10c   /* RW 32 */
+#define QRDMA_REG_ETH_TX_BASE           0x110   /* RW 64 */
+#define QRDMA_REG_ETH_TX_LOG2           0x118   /* RW 32 */
+#define QRDMA_REG_ETH_TX_PI             0x11c   /* RW 32, the doorbell */
+#define QRDMA_REG_ETH_TX_CI             0x120   /* RO 32 */
+#define QRDMA_REG_ETH_RX_BASE           0x128   /* RW 64 */
+#define QRDMA_REG_ETH_RX_LOG2           0x130   /* RW 32 */
+#define QRDMA_REG_ETH_RX_PI             0x134   /* RW 32, the doorbell */
+#define QRDMA_REG_ETH_RX_CI             0x138   /* RO 32 */
+#define QRDMA_REG_ETH_IRQ_VECTOR        0x13c   /* RW 32 */
 
 /* QRDMA_REG_CAPS.  Bits not defined here read as zero; drivers ignore them. */
 #define QRDMA_CAPS_MSIX_VECTORS_MASK    0xffull /* MSI-X vectors provided */
+#define QRDMA_CAPS_CMDQ                 (1ull << 8)
+#define QRDMA_CAPS_ETH                  (1ull << 9)
 
 /* QRDMA_REG_DEV_CTRL */
 #define QRDMA_DEV_CTRL_ENABLE           (1u << 0)
@@ -60,5 +93,498 @@
 /* QRDMA_REG_DEV_STATUS */
 #define QRDMA_DEV_STATUS_READY          (1u << 0)
 #define QRDMA_DEV_STATUS_FATAL          (1u << 1)
+
+/* QRDMA_REG_CONFIG_ERR: why the last enable or the device failed. */
+enum qrdma_config_err {
+    QRDMA_CONFIG_ERR_NONE               = 0,
+    QRDMA_CONFIG_ERR_CMDQ_BASE          = 1,    /* 0 or misaligned */
+    QRDMA_CONFIG_ERR_CMDQ_LOG2          = 2,    /* out of range */
+    QRDMA_CONFIG_ERR_CMPQ_BASE          = 3,    /* 0 or misaligned */
+    QRDMA_CONFIG_ERR_DMA                = 4,    /* a ring access failed */
+};
+
+/*
+ * Command queue.  The driver writes 128-byte commands into a ring of
+ * 2^CMDQ_LOG2 entries at CMDQ_BASE and the new producer index (free
+ * running, modulo 2^32) into CMDQ_PI.  The device executes them in order,
+ * off the register access, and writes a 32-byte completion for each into
+ * the ring of as many entries at CMPQ_BASE, in the same slot, with the
+ * phase bit set on even passes over the ring and clear on odd ones; then
+ * it signals MSI-X vector 0.  CMDQ_CI counts the commands consumed.
+ */
+#define QRDMA_CMDQ_LOG2_MIN             1
+#define QRDMA_CMDQ_LOG2_MAX             10
+#define QRDMA_CMDQ_ALIGN                128
+#define QRDMA_CMPQ_ALIGN                32
+
+enum qrdma_cmd_opcode {
+    QRDMA_CMD_QUERY_DEVICE              = 0x01,
+    QRDMA_CMD_QUERY_PORT                = 0x02,
+    QRDMA_CMD_QUERY_GID                 = 0x03,
+    QRDMA_CMD_SET_GID                   = 0x04,
+    QRDMA_CMD_DEL_GID                   = 0x05,
+    QRDMA_CMD_QUERY_STATS               = 0x06,
+    QRDMA_CMD_CREATE_UCTX               = 0x10,
+    QRDMA_CMD_DESTROY_UCTX              = 0x11,
+    QRDMA_CMD_ALLOC_PD                  = 0x12,
+    QRDMA_CMD_DEALLOC_PD                = 0x13,
+    QRDMA_CMD_REG_MR                    = 0x20,
+    QRDMA_CMD_DEREG_MR                  = 0x21,
+    QRDMA_CMD_ALLOC_MR                  = 0x22,
+    QRDMA_CMD_CREATE_CQ                 = 0x30,
+    QRDMA_CMD_DESTROY_CQ                = 0x31,
+    QRDMA_CMD_RESIZE_CQ                 = 0x32,
+    QRDMA_CMD_CREATE_QP                 = 0x40,
+    QRDMA_CMD_MODIFY_QP                 = 0x41,
+    QRDMA_CMD_QUERY_QP                  = 0x42,
+    QRDMA_CMD_DESTROY_QP                = 0x43,
+    QRDMA_CMD_CREATE_SRQ                = 0x50,
+    QRDMA_CMD_MODIFY_SRQ                = 0x51,
+    QRDMA_CMD_QUERY_SRQ                 = 0x52,
+    QRDMA_CMD_DESTROY_SRQ               = 0x53,
+    QRDMA_CMD_CREATE_AH                 = 0x60,
+    QRDMA_CMD_DESTROY_AH                = 0x61,
+    QRDMA_CMD_ATTACH_MCAST              = 0x70,
+    QRDMA_CMD_DETACH_MCAST              = 0x71,
+};
+
+enum qrdma_cmd_status {
+    QRDMA_STATUS_OK                     = 0,
+    QRDMA_STATUS_BAD_OPCODE             = 1,    /* -> EOPNOTSUPP */
+    QRDMA_STATUS_BAD_PARAM              = 2,    /* -> EINVAL */
+    QRDMA_STATUS_BAD_HANDLE             = 3,    /* -> EINVAL */
+    QRDMA_STATUS_NO_RESOURCES           = 4,    /* -> ENOMEM */
+    QRDMA_STATUS_BUSY                   = 5,    /* -> EBUSY */
+    QRDMA_STATUS_BAD_STATE              = 6,    /* -> EINVAL */
+    QRDMA_STATUS_BAD_ADDR               = 7,    /* -> EFAULT */
+    QRDMA_STATUS_NOT_OWNER              = 8,    /* -> EINVAL */
+    QRDMA_STATUS_NOT_SUPPORTED          = 9,    /* -> EOPNOTSUPP */
+};
+
+/* The handle that stands for "none" wherever a command takes a handle. */
+#define QRDMA_HANDLE_NONE               0
+/* The user context handle of the kernel's own resources. */
+#define QRDMA_UCTX_KERNEL               0
+
+struct qrdma_cmd_hdr {
+    uint8_t opcode;
+    uint8_t flags;                      /* reserved, 0 */
+    uint16_t cmd_id;                    /* echoed in the completion */
+    uint32_t uctx;                      /* owner: a user context or kernel */
+};
+
+/* QUERY_DEVICE, QUERY_PORT, QUERY_GID, QUERY_QP, QUERY_SRQ, QUERY_STATS */
+struct qrdma_cmd_query {
+    uint64_t resp_addr;                 /* where the answer goes */
+    uint32_t resp_len;                  /* at least the answer's size */
+    uint32_t index;                     /* port, GID index, qpn or srqn */
+};
+
+/* SET_GID, DEL_GID: the RoCE GID table of port 1, kept by the driver. */
+struct qrdma_cmd_gid {
+    uint32_t index;
+    uint8_t type;                       /* QRDMA_GID_TYPE_* */
+    uint8_t rsvd0;
+    uint16_t vlan_id;                   /* QRDMA_VLAN_NONE for none */
+    uint8_t gid[16];
+    uint8_t mac[6];
+    uint8_t rsvd1[2];
+};
+
+#define QRDMA_GID_TYPE_ROCE_V2          2
+#define QRDMA_VLAN_NONE                 0xffff
+
+/* Every DESTROY_*, DEALLOC_PD and DEREG_MR */
+struct qrdma_cmd_destroy {
+    uint32_t handle;
+    uint32_t rsvd;
+};
+
+/* MR access flags: the IB verbs values. */
+#define QRDMA_ACCESS_LOCAL_WRITE        (1u << 0)
+#define QRDMA_ACCESS_REMOTE_WRITE       (1u << 1)
+#define QRDMA_ACCESS_REMOTE_READ        (1u << 2)
+#define QRDMA_ACCESS_REMOTE_ATOMIC      (1u << 3)
+#define QRDMA_ACCESS_MW_BIND            (1u << 4)
+#define QRDMA_ACCESS_VALID_MASK         0x1f
+
+/*
+ * REG_MR: the region [iova, iova + length) maps onto npages pages of
+ * 2^page_shift bytes listed, as 64-bit guest addresses, at pages_addr; iova
+ * is at offset (iova mod 2^page_shift) in the first page.  With
+ * QRDMA_MR_F_DMA (kernel only) the region is the whole guest address space
+ * with iova = guest address, and npages, pages_addr are 0.
+ */
+struct qrdma_cmd_reg_mr {
+    uint32_t pd;
+    uint32_t access;
+    uint64_t iova;
+    uint64_t length;
+    uint64_t pages_addr;
+    uint32_t npages;
+    uint8_t page_shift;
+    uint8_t flags;                      /* QRDMA_MR_F_* */
+    uint16_t rsvd;
+};
+
+#define QRDMA_MR_F_DMA                  (1u << 0)
+
+/* ALLOC_MR: an MR for fast registration, invalid until a REG_MR WQE. */
+struct qrdma_cmd_alloc_mr {
+    uint32_t pd;
+    uint32_t max_pages;
+};
+
+/* The lkey of the kernel's local DMA: guest addresses, untranslated. */
+#define QRDMA_LOCAL_DMA_LKEY            0
+
+/*
+ * CREATE_CQ, RESIZE_CQ: a ring of 2^log2_entries 32-byte CQEs on npages
+ * pages.  RESIZE_CQ moves the CQEs from the consumer index ci on to the
+ * start of the new ring.
+ */
+struct qrdma_cmd_cq {
+    uint64_t pages_addr;
+    uint32_t npages;
+    uint32_t log2_entries;
+    uint32_t cqn;                       /* RESIZE_CQ */
+    uint32_t eq;                        /* CREATE_CQ: completion vector */
+    uint32_t ci;                        /* RESIZE_CQ */
+    uint32_t rsvd;
+};
+
+/* QP types: the IB verbs values. */
+enum qrdma_qp_type {
+    QRDMA_QPT_GSI                       = 1,
+    QRDMA_QPT_RC                        = 2,
+    QRDMA_QPT_UC                        = 3,
+    QRDMA_QPT_UD                        = 4,
+};
+
+/* QP states: the IB verbs values. */
+enum qrdma_qp_state {
+    QRDMA_QPS_RESET                     = 0,
+    QRDMA_QPS_INIT                      = 1,
+    QRDMA_QPS_RTR                       = 2,
+    QRDMA_QPS_RTS                       = 3,
+    QRDMA_QPS_SQD                       = 4,
+    QRDMA_QPS_SQE                       = 5,
+    QRDMA_QPS_ERR                       = 6,
+};
+
+/*
+ * Work queue entry sizes are fixed, so the caps follow from them: a send
+ * WQE holds a 64-byte header and QRDMA_MAX_SEND_SGE scatter/gather entries
+ * or QRDMA_MAX_INLINE bytes inline; a receive WQE a 16-byte header and
+ * QRDMA_MAX_RECV_SGE entries.
+ */
+#define QRDMA_SQ_WQE_SIZE               256
+#define QRDMA_RQ_WQE_SIZE               128
+#define QRDMA_CQE_SIZE                  32
+#define QRDMA_MAX_SEND_SGE              12
+#define QRDMA_MAX_RECV_SGE              7
+#define QRDMA_MAX_INLINE                192
+
+#define QRDMA_QP_F_SQ_SIG_ALL           (1u << 0)
+
+/*
+ * CREATE_QP: the send ring has 2^sq_log2 entries on sq_npages pages, the
+ * receive ring 2^rq_log2 on rq_npages (none with an SRQ).  The caps asked
+ * for must fit in them and in the device limits.
+ */
+struct qrdma_cmd_create_qp {
+    uint32_t pd;
+    uint32_t send_cq;
+    uint32_t recv_cq;
+    uint32_t srq;                       /* QRDMA_HANDLE_NONE: none */
+    uint8_t qp_type;                    /* enum qrdma_qp_type */
+    uint8_t flags;                      /* QRDMA_QP_F_* */
+    uint8_t sq_log2;
+    uint8_t rq_log2;
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t max_send_sge;
+    uint32_t max_recv_sge;
+    uint32_t max_inline_data;
+    uint64_t sq_pages_addr;
+    uint64_t rq_pages_addr;
+    uint32_t sq_npages;
+    uint32_t rq_npages;
+};
+
+/* The caps a CREATE_QP completion returns in its data words. */
+struct qrdma_create_qp_resp {
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t max_send_sge;
+    uint32_t max_recv_sge;
+    uint32_t max_inline_data;
+    uint32_t rsvd;
+};
+
+/* The address vector of a connected QP or an AH (RoCEv2). */
+struct qrdma_av {
+    uint8_t dgid[16];
+    uint32_t flow_label;
+    uint8_t sgid_index;
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint8_t sl;
+    uint8_t dmac[6];
+    uint16_t vlan_id;                   /* QRDMA_VLAN_NONE for none */
+};
+
+/* modify_qp attribute mask: the IB verbs bit values. */
+#define QRDMA_QP_ATTR_STATE             (1u << 0)
+#define QRDMA_QP_ATTR_CUR_STATE         (1u << 1)
+#define QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY (1u << 2)
+#define QRDMA_QP_ATTR_ACCESS_FLAGS      (1u << 3)
+#define QRDMA_QP_ATTR_PKEY_INDEX        (1u << 4)
+#define QRDMA_QP_ATTR_PORT              (1u << 5)
+#define QRDMA_QP_ATTR_QKEY              (1u << 6)
+#define QRDMA_QP_ATTR_AV                (1u << 7)
+#define QRDMA_QP_ATTR_PATH_MTU          (1u << 8)
+#define QRDMA_QP_ATTR_TIMEOUT           (1u << 9)
+#define QRDMA_QP_ATTR_RETRY_CNT         (1u << 10)
+#define QRDMA_QP_ATTR_RNR_RETRY         (1u << 11)
+#define QRDMA_QP_ATTR_RQ_PSN            (1u << 12)
+#define QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC  (1u << 13)
+#define QRDMA_QP_ATTR_ALT_PATH          (1u << 14)
+#define QRDMA_QP_ATTR_MIN_RNR_TIMER     (1u << 15)
+#define QRDMA_QP_ATTR_SQ_PSN            (1u << 16)
+#define QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC (1u << 17)
+#define QRDMA_QP_ATTR_PATH_MIG_STATE    (1u << 18)
+#define QRDMA_QP_ATTR_CAP               (1u << 19)
+#define QRDMA_QP_ATTR_DEST_QPN          (1u << 20)
+
+/* The attributes of MODIFY_QP (inline) and of the QUERY_QP answer. */
+struct qrdma_qp_attr {
+    uint32_t attr_mask;
+    uint8_t qp_state;
+    uint8_t cur_qp_state;
+    uint8_t path_mtu;                   /* IB enum: 1 = 256 ... 5 = 4096 */
+    uint8_t path_mig_state;
+    uint32_t qkey;
+    uint32_t rq_psn;
+    uint32_t sq_psn;
+    uint32_t dest_qp_num;
+    uint32_t qp_access_flags;           /* QRDMA_ACCESS_* */
+    uint16_t pkey_index;
+    uint8_t en_sqd_async_notify;
+    uint8_t sq_draining;
+    uint8_t max_rd_atomic;
+    uint8_t max_dest_rd_atomic;
+    uint8_t min_rnr_timer;
+    uint8_t port_num;
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t rsvd;
+    struct qrdma_av av;
+};
+
+struct qrdma_cmd_modify_qp {
+    uint32_t qpn;
+    uint32_t rsvd;
+    struct qrdma_qp_attr attr;
+};
+
+/* The QUERY_QP answer. */
+struct qrdma_query_qp_resp {
+    struct qrdma_qp_attr attr;          /* attr_mask: 0 */
+    struct qrdma_create_qp_resp cap;
+    uint8_t qp_type;
+    uint8_t sq_sig_all;
+    uint8_t rsvd[6];
+};
+
+/* CREATE_SRQ, MODIFY_SRQ */
+struct qrdma_cmd_srq {
+    uint32_t pd;                        /* CREATE_SRQ */
+    uint32_t srqn;                      /* MODIFY_SRQ */
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t srq_limit;
+    uint32_t attr_mask;                 /* MODIFY_SRQ: QRDMA_SRQ_ATTR_* */
+    uint64_t pages_addr;                /* CREATE_SRQ: the ring */
+    uint32_t npages;
+    uint32_t log2_entries;
+};
+
+#define QRDMA_SRQ_ATTR_MAX_WR           (1u << 0)
+#define QRDMA_SRQ_ATTR_LIMIT            (1u << 1)
+
+/* The CREATE_SRQ completion data and the QUERY_SRQ answer. */
+struct qrdma_srq_resp {
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t srq_limit;
+    uint32_t rsvd;
+};
+
+struct qrdma_cmd_create_ah {
+    uint32_t pd;
+    uint32_t rsvd;
+    struct qrdma_av av;
+};
+
+/* ATTACH_MCAST, DETACH_MCAST */
+struct qrdma_cmd_mcast {
+    uint32_t qpn;
+    uint32_t rsvd;
+    uint8_t gid[16];
+};
+
+struct qrdma_cmd {
+    struct qrdma_cmd_hdr hdr;
+    union {
+        struct qrdma_cmd_query query;
+        struct qrdma_cmd_gid gid;
+        struct qrdma_cmd_destroy destroy;
+        struct qrdma_cmd_reg_mr reg_mr;
+        struct qrdma_cmd_alloc_mr alloc_mr;
+        struct qrdma_cmd_cq cq;
+        struct qrdma_cmd_create_qp create_qp;
+        struct qrdma_cmd_modify_qp modify_qp;
+        struct qrdma_cmd_srq srq;
+        struct qrdma_cmd_create_ah create_ah;
+        struct qrdma_cmd_mcast mcast;
+        uint8_t raw[120];
+    };
+};
+
+#define QRDMA_CMPL_F_PHASE              (1u << 0)
+
+struct qrdma_cmpl {
+    uint16_t cmd_id;
+    uint8_t status;                     /* enum qrdma_cmd_status */
+    uint8_t flags;                      /* QRDMA_CMPL_F_* */
+    uint32_t handle;                    /* what a CREATE/ALLOC/REG made */
+    uint32_t data[6];                   /* command-specific results */
+};
+
+/*
+ * CREATE_UCTX: data[0] of the completion is the index in BAR2 of the
+ * context's doorbell page.  REG_MR, ALLOC_MR: handle is the lkey, data[0]
+ * the rkey.  CREATE_CQ, RESIZE_CQ: data[0] is the number of entries.
+ * CREATE_QP: data holds a struct qrdma_create_qp_resp.  CREATE_SRQ,
+ * QUERY_SRQ: data holds a struct qrdma_srq_resp.
+ */
+
+/* The QUERY_DEVICE answer. */
+struct qrdma_device_attr {
+    uint64_t fw_ver;
+    uint64_t node_guid;
+    uint64_t max_mr_size;
+    uint64_t page_size_cap;
+    uint32_t vendor_id;
+    uint32_t vendor_part_id;
+    uint32_t hw_ver;
+    uint32_t max_qp;
+    uint32_t max_qp_wr;
+    uint32_t max_send_sge;
+    uint32_t max_recv_sge;
+    uint32_t max_sge_rd;
+    uint32_t max_cq;
+    uint32_t max_cqe;
+    uint32_t max_mr;
+    uint32_t max_pd;
+    uint32_t max_qp_rd_atom;
+    uint32_t max_qp_init_rd_atom;
+    uint32_t max_srq;
+    uint32_t max_srq_wr;
+    uint32_t max_srq_sge;
+    uint32_t max_ah;
+    uint32_t max_mcast_grp;
+    uint32_t max_mcast_qp_attach;
+    uint32_t max_uctx;
+    uint32_t max_inline_data;
+    uint32_t max_fast_reg_page_list_len;
+    uint32_t max_mr_pages;
+    uint32_t num_comp_vectors;
+    uint32_t max_pkeys;
+    uint8_t local_ca_ack_delay;
+    uint8_t atomic_cap;                 /* 1: within this HCA */
+    uint8_t rsvd[6];
+};
+
+/* Port states: the IB verbs values. */
+#define QRDMA_PORT_DOWN                 1
+#define QRDMA_PORT_ACTIVE               4
+
+/* The QUERY_PORT answer. */
+struct qrdma_port_attr {
+    uint8_t state;                      /* QRDMA_PORT_* */
+    uint8_t phys_state;                 /* 3 disabled, 5 link up */
+    uint8_t max_mtu;                    /* IB enum */
+    uint8_t active_mtu;                 /* IB enum */
+    uint32_t gid_tbl_len;
+    uint32_t max_msg_sz;
+    uint16_t pkey_tbl_len;
+    uint8_t active_speed;               /* IB enum */
+    uint8_t active_width;               /* IB enum */
+    uint8_t mac[6];
+    uint8_t rsvd[2];
+};
+
+/* The QUERY_GID answer. */
+struct qrdma_gid_entry {
+    uint8_t gid[16];
+    uint8_t type;                       /* QRDMA_GID_TYPE_*, 0: unused */
+    uint8_t rsvd0;
+    uint16_t vlan_id;
+    uint8_t mac[6];
+    uint8_t rsvd1[2];
+};
+
+/* The QUERY_STATS answer: counters since reset. */
+struct qrdma_stats {
+    uint64_t cmds;
+    uint64_t cmd_errors;
+    uint64_t guest_errors;
+    uint64_t eth_tx_frames;
+    uint64_t eth_rx_frames;
+    uint64_t eth_rx_dropped;
+    uint64_t eth_tx_dropped;
+    uint32_t uctx;                      /* resources in use */
+    uint32_t pd;
+    uint32_t mr;
+    uint32_t cq;
+    uint32_t qp;
+    uint32_t srq;
+    uint32_t ah;
+    uint32_t mcast;
+};
+
+/*
+ * Ethernet function: a TX and an RX ring of 16-byte descriptors, 2^LOG2
+ * entries each, configured while ETH_CTRL.ENABLE is 0.  For TX the driver
+ * fills addr and len of one whole frame per descriptor and advances
+ * ETH_TX_PI; for RX it fills addr and len (the buffer size) and advances
+ * ETH_RX_PI.  The device sets QRDMA_ETH_DESC_DONE when it is done with a
+ * descriptor (for RX with len set to the frame length), advances the
+ * consumer index and signals MSI-X vector ETH_IRQ_VECTOR.
+ */
+#define QRDMA_ETH_LOG2_MIN              1
+#define QRDMA_ETH_LOG2_MAX              12
+#define QRDMA_ETH_RING_ALIGN            16
+#define QRDMA_ETH_FRAME_MAX             9018
+
+#define QRDMA_ETH_LINK_UP               (1u << 0)
+#define QRDMA_ETH_CTRL_ENABLE           (1u << 0)
+
+#define QRDMA_ETH_DESC_DONE             (1u << 0)
+/*
+ * TX: the frame was not sent (no backend, link down, bad descriptor).
+ * RX: the buffer could not be written (bad address); len is 0.
+ */
+#define QRDMA_ETH_DESC_ERR              (1u << 1)
+
+struct qrdma_eth_desc {
+    uint64_t addr;
+    uint16_t len;
+    uint16_t flags;                     /* QRDMA_ETH_DESC_* */
+    uint32_t rsvd;
+};
 
 #endif /* QRDMA_HW_H */

@@ -16,7 +16,10 @@
 #include "hw/pci/msix.h"
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
 #include "migration/vmstate.h"
+#include "qapi/visitor.h"
+#include "qemu/host-utils.h"
 #include "qrdma.h"
 #include "trace.h"
 
@@ -59,8 +62,89 @@ static const MemoryRegionOps qrdma_mmio_ops = {
     },
 };
 
+static uint64_t qrdma_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    QrdmaState *s = opaque;
+
+    return qrdma_core_db_read(&s->core, addr, size);
+}
+
+static void qrdma_db_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    QrdmaState *s = opaque;
+
+    qrdma_core_db_write(&s->core, addr, val, size);
+}
+
+static const MemoryRegionOps qrdma_db_ops = {
+    .read = qrdma_db_read,
+    .write = qrdma_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
+typedef struct QrdmaLimitInfo {
+    const char *name;
+    size_t offset;
+    uint32_t max;
+    bool pow2;
+} QrdmaLimitInfo;
+
+#define QRDMA_LIMIT(prop, field, max_, pow2_) \
+    { prop, offsetof(QrdmaLimits, field), max_, pow2_ }
+
+static const QrdmaLimitInfo qrdma_limit_info[] = {
+    QRDMA_LIMIT("max-uctx", max_uctx, 1023, false),
+    QRDMA_LIMIT("max-pd", max_pd, QRDMA_TABLE_MAX, false),
+    QRDMA_LIMIT("max-mr", max_mr, QRDMA_TABLE_MAX, false),
+    QRDMA_LIMIT("max-mr-pages", max_mr_pages, 1u << 20, false),
+    QRDMA_LIMIT("max-cq", max_cq, QRDMA_TABLE_MAX, false),
+    QRDMA_LIMIT("max-cqe", max_cqe, 1u << 20, true),
+    QRDMA_LIMIT("max-qp", max_qp, QRDMA_TABLE_MAX - 1, false),
+    QRDMA_LIMIT("max-qp-wr", max_qp_wr, 1u << 15, true),
+    QRDMA_LIMIT("max-srq", max_srq, QRDMA_TABLE_MAX, false),
+    QRDMA_LIMIT("max-srq-wr", max_srq_wr, 1u << 15, true),
+    QRDMA_LIMIT("max-ah", max_ah, QRDMA_TABLE_MAX, false),
+    QRDMA_LIMIT("max-mcast-grp", max_mcast_grp, 1024, false),
+    QRDMA_LIMIT("max-mcast-qp-attach", max_mcast_qp_attach,
+                QRDMA_MAX_MCAST_QP_LIMIT, false),
+};
+
+static bool qrdma_check_limits(QrdmaState *s, Error **errp)
+{
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(qrdma_limit_info); i++) {
+        const QrdmaLimitInfo *info = &qrdma_limit_info[i];
+        uint32_t val = *(uint32_t *)((char *)&s->core.limits + info->offset);
+
+        if (val < 1 || val > info->max) {
+            error_setg(errp, "%s must be between 1 and %" PRIu32 ", not %"
+                       PRIu32, info->name, info->max, val);
+            return false;
+        }
+        if (info->pow2 && !is_power_of_2(val)) {
+            error_setg(errp, "%s must be a power of two, not %" PRIu32,
+                       info->name, val);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void qrdma_realize(PCIDevice *pci_dev, Error **errp)
 {
+    ERRP_GUARD();
     QrdmaState *s = QRDMA(pci_dev);
     uint16_t nvec = s->core.msix_vectors;
     int ret;
@@ -71,6 +155,9 @@ static void qrdma_realize(PCIDevice *pci_dev, Error **errp)
                    QRDMA_MSIX_VECTORS_MIN, QRDMA_MSIX_VECTORS_MAX, nvec);
         return;
     }
+    if (!qrdma_check_limits(s, errp)) {
+        return;
+    }
 
     pci_dev->config[PCI_INTERRUPT_PIN] = 1;
 
@@ -78,6 +165,15 @@ static void qrdma_realize(PCIDevice *pci_dev, Error **errp)
                           "qrdma-regs", QRDMA_REG_BAR_SIZE);
     pci_register_bar(pci_dev, QRDMA_REG_BAR, PCI_BASE_ADDRESS_SPACE_MEMORY,
                      &s->mmio);
+
+    /* One doorbell page for the kernel and one per user context. */
+    memory_region_init_io(&s->doorbells, OBJECT(s), &qrdma_db_ops, s,
+                          "qrdma-doorbells",
+                          pow2ceil((uint64_t)(s->core.limits.max_uctx + 1) *
+                                   QRDMA_DB_PAGE_SIZE));
+    pci_register_bar(pci_dev, QRDMA_DB_BAR,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->doorbells);
 
     ret = pcie_endpoint_cap_init(pci_dev, QRDMA_PCIE_CAP_OFFSET);
     if (ret < 0) {
@@ -94,8 +190,21 @@ static void qrdma_realize(PCIDevice *pci_dev, Error **errp)
         msix_vector_use(pci_dev, i);
     }
 
-    qrdma_core_realize(&s->core, pci_dev);
+    qrdma_eth_realize(&s->core, DEVICE(s), &DEVICE(s)->mem_reentrancy_guard,
+                      errp);
+    if (*errp) {
+        goto err_msix;
+    }
+    qrdma_core_realize(&s->core, pci_dev, errp);
     trace_qrdma_realize(nvec);
+    return;
+
+err_msix:
+    for (i = 0; i < nvec; i++) {
+        msix_vector_unuse(pci_dev, i);
+    }
+    msix_uninit_exclusive_bar(pci_dev);
+    pcie_cap_exit(pci_dev);
 }
 
 static void qrdma_exit(PCIDevice *pci_dev)
@@ -103,6 +212,8 @@ static void qrdma_exit(PCIDevice *pci_dev)
     QrdmaState *s = QRDMA(pci_dev);
     int i;
 
+    qrdma_core_unrealize(&s->core);
+    qrdma_eth_unrealize(&s->core);
     for (i = 0; i < s->core.msix_vectors; i++) {
         msix_vector_unuse(pci_dev, i);
     }
@@ -135,22 +246,78 @@ static const VMStateDescription qrdma_vmstate = {
         VMSTATE_MSIX(parent_obj, QrdmaState),
         VMSTATE_UINT32(core.dev_ctrl, QrdmaState),
         VMSTATE_UINT32(core.dev_status, QrdmaState),
+        VMSTATE_UINT32(core.config_err, QrdmaState),
+        VMSTATE_UINT64(core.cmdq.base, QrdmaState),
+        VMSTATE_UINT32(core.cmdq.log2, QrdmaState),
+        VMSTATE_UINT32(core.cmdq.pi, QrdmaState),
+        VMSTATE_UINT32(core.cmdq.ci, QrdmaState),
+        VMSTATE_UINT64(core.cmdq.cmpq_base, QrdmaState),
+        VMSTATE_STRUCT(core.eth, QrdmaState, 0, qrdma_vmstate_eth, QrdmaEth),
         VMSTATE_END_OF_LIST()
     },
 };
 
 static const Property qrdma_properties[] = {
+    DEFINE_NIC_PROPERTIES(QrdmaState, core.eth.conf),
     DEFINE_PROP_UINT16("msix-vectors", QrdmaState, core.msix_vectors,
                        QRDMA_MSIX_VECTORS_DEFAULT),
+    DEFINE_PROP_UINT32("max-uctx", QrdmaState, core.limits.max_uctx, 64),
+    DEFINE_PROP_UINT32("max-pd", QrdmaState, core.limits.max_pd, 256),
+    DEFINE_PROP_UINT32("max-mr", QrdmaState, core.limits.max_mr, 4096),
+    DEFINE_PROP_UINT32("max-mr-pages", QrdmaState, core.limits.max_mr_pages,
+                       1u << 18),
+    DEFINE_PROP_UINT32("max-cq", QrdmaState, core.limits.max_cq, 1024),
+    DEFINE_PROP_UINT32("max-cqe", QrdmaState, core.limits.max_cqe,
+                       1u << 16),
+    DEFINE_PROP_UINT32("max-qp", QrdmaState, core.limits.max_qp, 1024),
+    DEFINE_PROP_UINT32("max-qp-wr", QrdmaState, core.limits.max_qp_wr,
+                       1u << 14),
+    DEFINE_PROP_UINT32("max-srq", QrdmaState, core.limits.max_srq, 256),
+    DEFINE_PROP_UINT32("max-srq-wr", QrdmaState, core.limits.max_srq_wr,
+                       1u << 14),
+    DEFINE_PROP_UINT32("max-ah", QrdmaState, core.limits.max_ah, 4096),
+    DEFINE_PROP_UINT32("max-mcast-grp", QrdmaState, core.limits.max_mcast_grp,
+                       64),
+    DEFINE_PROP_UINT32("max-mcast-qp-attach", QrdmaState,
+                       core.limits.max_mcast_qp_attach, 16),
 };
+
+/* Counters the host reads with qom-get; they restart at device reset. */
+static const struct {
+    const char *name;
+    size_t offset;
+} qrdma_counter_props[] = {
+    { "cmds", offsetof(QrdmaCounters, cmds) },
+    { "cmd-errors", offsetof(QrdmaCounters, cmd_errors) },
+    { "guest-errors", offsetof(QrdmaCounters, guest_errors) },
+    { "eth-tx-frames", offsetof(QrdmaCounters, eth_tx_frames) },
+    { "eth-rx-frames", offsetof(QrdmaCounters, eth_rx_frames) },
+    { "eth-rx-dropped", offsetof(QrdmaCounters, eth_rx_dropped) },
+    { "eth-tx-dropped", offsetof(QrdmaCounters, eth_tx_dropped) },
+};
+
+static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,
+                                void *opaque, Error **errp)
+{
+    QrdmaState *s = QRDMA(obj);
+    uint32_t n = qrdma_resources_in_use(&s->core);
+
+    visit_type_uint32(v, name, &n, errp);
+}
 
 static void qrdma_instance_init(Object *obj)
 {
     QrdmaState *s = QRDMA(obj);
+    size_t i;
 
-    object_property_add_uint64_ptr(obj, "guest-errors",
-                                   &s->core.guest_errors,
-                                   OBJ_PROP_FLAG_READ);
+    for (i = 0; i < ARRAY_SIZE(qrdma_counter_props); i++) {
+        object_property_add_uint64_ptr(obj, qrdma_counter_props[i].name,
+                                       (uint64_t *)((char *)&s->core.counters +
+                                           qrdma_counter_props[i].offset),
+                                       OBJ_PROP_FLAG_READ);
+    }
+    object_property_add(obj, "resources", "uint32", qrdma_get_resources,
+                        NULL, NULL, NULL);
 }
 
 static void qrdma_class_init(ObjectClass *klass, void *data)

@@ -10,6 +10,8 @@
 #define HW_RDMA_QRDMA_H
 
 #include "hw/pci/pci_device.h"
+#include "net/net.h"
+#include "migration/vmstate.h"
 #include "hw/rdma/qrdma-hw.h"
 
 #define TYPE_QRDMA "qrdma"
@@ -20,6 +22,169 @@ OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
 #define QRDMA_MSIX_VECTORS_MAX          64
 #define QRDMA_MSIX_VECTORS_DEFAULT      4
 
+/* Handles carry a slot index (low 16 bits) and a generation (bits 16-23). */
+#define QRDMA_HANDLE_INDEX_BITS         16
+#define QRDMA_TABLE_MAX                 0xfff0
+#define QRDMA_GSI_QPN                   1
+#define QRDMA_GID_TABLE_LEN             16
+#define QRDMA_MAX_RD_ATOMIC             16
+#define QRDMA_MAX_MCAST_QP_LIMIT        64
+
+/*
+ * Bookkeeping of one kind of resource: which slots are in use, and the
+ * generation of each slot, bumped on free so that a stale handle to a
+ * reused slot is refused.
+ */
+typedef struct QrdmaTable {
+    const char *name;
+    uint32_t max;
+    uint32_t in_use;
+    uint32_t first;                     /* slots below are reserved */
+    uint32_t next;                      /* where the next search starts */
+    uint8_t *gen;
+    bool *busy;
+} QrdmaTable;
+
+/* A list of guest pages, read from guest memory once, at create time. */
+typedef struct QrdmaPages {
+    uint64_t *addr;
+    uint32_t n;
+} QrdmaPages;
+
+typedef struct QrdmaUctx {
+    uint32_t handle;
+    uint32_t db_page;
+    uint32_t refs;                      /* resources it owns */
+} QrdmaUctx;
+
+typedef struct QrdmaPd {
+    uint32_t handle;
+    uint32_t uctx;
+    uint32_t refs;                      /* MRs, QPs, SRQs, AHs in it */
+} QrdmaPd;
+
+typedef struct QrdmaMr {
+    uint32_t lkey;
+    uint32_t rkey;
+    uint32_t uctx;
+    uint32_t pd;
+    uint32_t access;
+    bool dma;                           /* untranslated guest addresses */
+    bool fast_reg;                      /* from ALLOC_MR */
+    uint64_t iova;
+    uint64_t length;
+    uint8_t page_shift;
+    uint32_t max_pages;
+    QrdmaPages pages;
+} QrdmaMr;
+
+typedef struct QrdmaCq {
+    uint32_t handle;
+    uint32_t uctx;
+    uint32_t log2;
+    uint32_t eq;
+    uint32_t refs;                      /* send and receive sides of QPs */
+    QrdmaPages ring;
+} QrdmaCq;
+
+typedef struct QrdmaSrq {
+    uint32_t handle;
+    uint32_t uctx;
+    uint32_t pd;
+    uint32_t log2;
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t limit;
+    uint32_t refs;                      /* QPs attached */
+    QrdmaPages ring;
+} QrdmaSrq;
+
+typedef struct QrdmaQp {
+    uint32_t qpn;
+    uint32_t uctx;
+    uint32_t pd;
+    uint8_t type;
+    uint8_t state;
+    bool sq_sig_all;
+    uint32_t send_cq;
+    uint32_t recv_cq;
+    uint32_t srq;
+    uint32_t sq_log2;
+    uint32_t rq_log2;
+    struct qrdma_create_qp_resp cap;
+    struct qrdma_qp_attr attr;          /* the values last set */
+    uint32_t mcast_attached;
+    QrdmaPages sq;
+    QrdmaPages rq;
+} QrdmaQp;
+
+typedef struct QrdmaAh {
+    uint32_t handle;
+    uint32_t uctx;
+    uint32_t pd;
+    struct qrdma_av av;
+} QrdmaAh;
+
+typedef struct QrdmaMcast {
+    uint8_t gid[16];
+    uint32_t nqp;
+    uint32_t *qpn;                      /* max_mcast_qp_attach entries */
+} QrdmaMcast;
+
+/* Device limits, set by properties and fixed at realize. */
+typedef struct QrdmaLimits {
+    uint32_t max_uctx;
+    uint32_t max_pd;
+    uint32_t max_mr;
+    uint32_t max_mr_pages;
+    uint32_t max_cq;
+    uint32_t max_cqe;
+    uint32_t max_qp;
+    uint32_t max_qp_wr;
+    uint32_t max_srq;
+    uint32_t max_srq_wr;
+    uint32_t max_ah;
+    uint32_t max_mcast_grp;
+    uint32_t max_mcast_qp_attach;
+} QrdmaLimits;
+
+typedef struct QrdmaCmdq {
+    uint64_t base;
+    uint32_t log2;
+    uint32_t pi;                        /* last value the driver wrote */
+    uint32_t ci;
+    uint64_t cmpq_base;
+    QEMUBH *bh;
+    const char *cur_name;               /* of the command executing */
+} QrdmaCmdq;
+
+typedef struct QrdmaEthRing {
+    uint64_t base;
+    uint32_t log2;
+    uint32_t pi;
+    uint32_t ci;
+} QrdmaEthRing;
+
+typedef struct QrdmaEth {
+    NICState *nic;
+    NICConf conf;
+    uint32_t ctrl;
+    uint32_t irq_vector;
+    QrdmaEthRing tx;
+    QrdmaEthRing rx;
+    QEMUBH *tx_bh;
+} QrdmaEth;
+
+typedef struct QrdmaCounters {
+    uint64_t cmds;
+    uint64_t cmd_errors;
+    uint64_t guest_errors;
+    uint64_t eth_tx_frames;
+    uint64_t eth_rx_frames;
+    uint64_t eth_rx_dropped;
+    uint64_t eth_tx_dropped;
+} QrdmaCounters;
+
 /*
  * The device logic.  It takes this struct, never the QOM object, so that
  * the PCI glue in qrdma.c stays the only place that knows about QOM.
@@ -29,27 +194,87 @@ typedef struct QrdmaCore {
 
     /* configuration, fixed at realize */
     uint16_t msix_vectors;
+    QrdmaLimits limits;
 
     /* registers */
     uint32_t dev_ctrl;
     uint32_t dev_status;
+    uint32_t config_err;
+    QrdmaCmdq cmdq;
 
-    /* counters, readable from the host as QOM properties */
-    uint64_t guest_errors;
+    QrdmaEth eth;
+
+    /* resources */
+    QrdmaTable uctx_table;
+    QrdmaUctx *uctx;
+    QrdmaTable pd_table;
+    QrdmaPd *pd;
+    QrdmaTable mr_table;
+    QrdmaMr *mr;
+    QrdmaTable cq_table;
+    QrdmaCq *cq;
+    QrdmaTable srq_table;
+    QrdmaSrq *srq;
+    QrdmaTable qp_table;
+    QrdmaQp *qp;
+    QrdmaTable ah_table;
+    QrdmaAh *ah;
+    QrdmaTable mcast_table;
+    QrdmaMcast *mcast;
+    struct qrdma_gid_entry gid[QRDMA_GID_TABLE_LEN];
+    uint8_t mr_key;                     /* key byte of the next lkey */
+
+    QrdmaCounters counters;
+    Error *migration_blocker;
 } QrdmaCore;
 
 struct QrdmaState {
     PCIDevice parent_obj;
 
     MemoryRegion mmio;
+    MemoryRegion doorbells;
     QrdmaCore core;
 };
 
-void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner);
+/* qrdma_core.c */
+void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp);
+void qrdma_core_unrealize(QrdmaCore *core);
 void qrdma_core_reset(QrdmaCore *core);
 uint64_t qrdma_core_mmio_read(QrdmaCore *core, hwaddr addr, unsigned size);
 void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                            unsigned size);
+uint64_t qrdma_core_db_read(QrdmaCore *core, hwaddr addr, unsigned size);
+void qrdma_core_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
+                         unsigned size);
 bool qrdma_core_post_load(QrdmaCore *core);
+void G_GNUC_PRINTF(2, 3) qrdma_guest_error(QrdmaCore *core,
+                                           const char *fmt, ...);
+void qrdma_notify(QrdmaCore *core, unsigned vector);
+void qrdma_fatal(QrdmaCore *core, uint32_t why);
+
+/* qrdma_cmd.c */
+void qrdma_cmdq_process(void *opaque);
+void qrdma_resources_init(QrdmaCore *core);
+void qrdma_resources_free(QrdmaCore *core);
+void qrdma_resources_reset(QrdmaCore *core);
+uint32_t qrdma_resources_in_use(QrdmaCore *core);
+
+/* qrdma_eth.c */
+void qrdma_eth_realize(QrdmaCore *core, DeviceState *dev,
+                       MemReentrancyGuard *guard, Error **errp);
+void qrdma_eth_unrealize(QrdmaCore *core);
+void qrdma_eth_reset(QrdmaCore *core);
+/*
+ * Register accessors for the ETH_* registers.  The caller has checked the
+ * access against the register table: reg is the offset of a register of
+ * the Ethernet function, and a write gets the whole new register value
+ * (for a 64-bit register written in halves, the other half is the old one).
+ */
+uint64_t qrdma_eth_reg_read(QrdmaCore *core, hwaddr reg);
+void qrdma_eth_reg_write(QrdmaCore *core, hwaddr reg, uint64_t val);
+bool qrdma_eth_link_up(QrdmaCore *core);
+/* Checks the migrated Ethernet state as post_load does for the rest. */
+bool qrdma_eth_post_load(QrdmaCore *core);
+extern const VMStateDescription qrdma_vmstate_eth;
 
 #endif /* HW_RDMA_QRDMA_H */

@@ -1,5 +1,5 @@
 /*
- * QEMU qrdma: emulated RDMA (RoCEv2) NIC, device logic
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, registers and device state
  *
  * Copyright (c) 2026 The qrdma developers
  *
@@ -8,6 +8,10 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qapi/error.h"
+#include "hw/pci/msix.h"
+#include "migration/blocker.h"
 #include "qrdma.h"
 #include "trace.h"
 
@@ -18,23 +22,66 @@ typedef struct QrdmaRegInfo {
 } QrdmaRegInfo;
 
 static const QrdmaRegInfo qrdma_regs[] = {
-    { QRDMA_REG_VERSION,    4, false },
-    { QRDMA_REG_CAPS,       8, false },
-    { QRDMA_REG_DEV_CTRL,   4, true },
-    { QRDMA_REG_DEV_STATUS, 4, false },
+    { QRDMA_REG_VERSION,        4, false },
+    { QRDMA_REG_CAPS,           8, false },
+    { QRDMA_REG_DEV_CTRL,       4, true },
+    { QRDMA_REG_DEV_STATUS,     4, false },
+    { QRDMA_REG_CONFIG_ERR,     4, false },
+    { QRDMA_REG_CMDQ_BASE,      8, true },
+    { QRDMA_REG_CMDQ_LOG2,      4, true },
+    { QRDMA_REG_CMDQ_PI,        4, true },
+    { QRDMA_REG_CMDQ_CI,        4, false },
+    { QRDMA_REG_CMPQ_BASE,      8, true },
+    { QRDMA_REG_ETH_MAC_LO,     4, false },
+    { QRDMA_REG_ETH_MAC_HI,     4, false },
+    { QRDMA_REG_ETH_LINK,       4, false },
+    { QRDMA_REG_ETH_CTRL,       4, true },
+    { QRDMA_REG_ETH_TX_BASE,    8, true },
+    { QRDMA_REG_ETH_TX_LOG2,    4, true },
+    { QRDMA_REG_ETH_TX_PI,      4, true },
+    { QRDMA_REG_ETH_TX_CI,      4, false },
+    { QRDMA_REG_ETH_RX_BASE,    8, true },
+    { QRDMA_REG_ETH_RX_LOG2,    4, true },
+    { QRDMA_REG_ETH_RX_PI,      4, true },
+    { QRDMA_REG_ETH_RX_CI,      4, false },
+    { QRDMA_REG_ETH_IRQ_VECTOR, 4, true },
 };
 
-static void G_GNUC_PRINTF(2, 3)
-qrdma_guest_error(QrdmaCore *core, const char *fmt, ...)
+static bool qrdma_reg_is_eth(hwaddr offset)
+{
+    return offset >= QRDMA_REG_ETH_MAC_LO && offset <= QRDMA_REG_ETH_IRQ_VECTOR;
+}
+
+void qrdma_guest_error(QrdmaCore *core, const char *fmt, ...)
 {
     g_autofree char *msg = NULL;
     va_list ap;
 
-    core->guest_errors++;
+    core->counters.guest_errors++;
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     qemu_log_mask(LOG_GUEST_ERROR, "qrdma: %s\n", msg);
+}
+
+void qrdma_notify(QrdmaCore *core, unsigned vector)
+{
+    if (vector < core->msix_vectors && msix_enabled(core->owner)) {
+        trace_qrdma_notify(vector);
+        msix_notify(core->owner, vector);
+    }
+}
+
+/*
+ * The device cannot go on (its own ring in guest memory is unreachable):
+ * stop accepting work until the driver resets it.
+ */
+void qrdma_fatal(QrdmaCore *core, uint32_t why)
+{
+    trace_qrdma_fatal(why);
+    core->config_err = why;
+    core->dev_status = QRDMA_DEV_STATUS_FATAL;
+    qemu_bh_cancel(core->cmdq.bh);
 }
 
 /*
@@ -62,17 +109,39 @@ static const QrdmaRegInfo *qrdma_reg_find(hwaddr addr, unsigned size)
     return NULL;
 }
 
+static uint64_t qrdma_caps(QrdmaCore *core)
+{
+    return (core->msix_vectors & QRDMA_CAPS_MSIX_VECTORS_MASK) |
+           QRDMA_CAPS_CMDQ | QRDMA_CAPS_ETH;
+}
+
 static uint64_t qrdma_reg_value(QrdmaCore *core, const QrdmaRegInfo *reg)
 {
+    if (qrdma_reg_is_eth(reg->offset)) {
+        return qrdma_eth_reg_read(core, reg->offset);
+    }
+
     switch (reg->offset) {
     case QRDMA_REG_VERSION:
         return QRDMA_VERSION;
     case QRDMA_REG_CAPS:
-        return core->msix_vectors & QRDMA_CAPS_MSIX_VECTORS_MASK;
+        return qrdma_caps(core);
     case QRDMA_REG_DEV_CTRL:
         return core->dev_ctrl;
     case QRDMA_REG_DEV_STATUS:
         return core->dev_status;
+    case QRDMA_REG_CONFIG_ERR:
+        return core->config_err;
+    case QRDMA_REG_CMDQ_BASE:
+        return core->cmdq.base;
+    case QRDMA_REG_CMDQ_LOG2:
+        return core->cmdq.log2;
+    case QRDMA_REG_CMDQ_PI:
+        return core->cmdq.pi;
+    case QRDMA_REG_CMDQ_CI:
+        return core->cmdq.ci;
+    case QRDMA_REG_CMPQ_BASE:
+        return core->cmdq.cmpq_base;
     default:
         g_assert_not_reached();
     }
@@ -98,8 +167,58 @@ uint64_t qrdma_core_mmio_read(QrdmaCore *core, hwaddr addr, unsigned size)
     return val;
 }
 
+/*
+ * Enabling checks the command queue configuration once, so that the
+ * command path can trust it afterwards (the registers are read-only while
+ * the device is enabled).
+ */
+static uint32_t qrdma_check_config(QrdmaCore *core)
+{
+    QrdmaCmdq *q = &core->cmdq;
+
+    if (!q->base || !QEMU_IS_ALIGNED(q->base, QRDMA_CMDQ_ALIGN)) {
+        return QRDMA_CONFIG_ERR_CMDQ_BASE;
+    }
+    if (q->log2 < QRDMA_CMDQ_LOG2_MIN || q->log2 > QRDMA_CMDQ_LOG2_MAX) {
+        return QRDMA_CONFIG_ERR_CMDQ_LOG2;
+    }
+    if (!q->cmpq_base || !QEMU_IS_ALIGNED(q->cmpq_base, QRDMA_CMPQ_ALIGN)) {
+        return QRDMA_CONFIG_ERR_CMPQ_BASE;
+    }
+    return QRDMA_CONFIG_ERR_NONE;
+}
+
+static void qrdma_enable(QrdmaCore *core)
+{
+    uint32_t err = qrdma_check_config(core);
+
+    core->config_err = err;
+    if (err != QRDMA_CONFIG_ERR_NONE) {
+        trace_qrdma_err_enable(err);
+        qrdma_guest_error(core, "enable refused: bad command queue "
+                          "configuration (CONFIG_ERR %" PRIu32 ")", err);
+        return;
+    }
+    trace_qrdma_dev_enable(core->cmdq.base, core->cmdq.log2,
+                           core->cmdq.cmpq_base);
+    core->dev_ctrl |= QRDMA_DEV_CTRL_ENABLE;
+    core->dev_status |= QRDMA_DEV_STATUS_READY;
+    core->cmdq.pi = 0;
+    core->cmdq.ci = 0;
+}
+
+static void qrdma_disable(QrdmaCore *core)
+{
+    trace_qrdma_dev_disable();
+    qemu_bh_cancel(core->cmdq.bh);
+    core->dev_ctrl &= ~QRDMA_DEV_CTRL_ENABLE;
+    core->dev_status &= ~QRDMA_DEV_STATUS_READY;
+}
+
 static void qrdma_write_dev_ctrl(QrdmaCore *core, uint32_t val)
 {
+    bool enabled = core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE;
+
     if (val & ~QRDMA_DEV_CTRL_VALID_MASK) {
         trace_qrdma_err_dev_ctrl_reserved(val);
         qrdma_guest_error(core, "DEV_CTRL write 0x%" PRIx32
@@ -113,22 +232,47 @@ static void qrdma_write_dev_ctrl(QrdmaCore *core, uint32_t val)
         return;
     }
 
-    if ((val & QRDMA_DEV_CTRL_ENABLE) && !(core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE)) {
-        trace_qrdma_dev_enable();
-        core->dev_ctrl |= QRDMA_DEV_CTRL_ENABLE;
-        core->dev_status |= QRDMA_DEV_STATUS_READY;
-    } else if (!(val & QRDMA_DEV_CTRL_ENABLE) &&
-               (core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE)) {
-        trace_qrdma_dev_disable();
-        core->dev_ctrl &= ~QRDMA_DEV_CTRL_ENABLE;
-        core->dev_status &= ~QRDMA_DEV_STATUS_READY;
+    if (core->dev_status & QRDMA_DEV_STATUS_FATAL) {
+        qrdma_guest_error(core, "DEV_CTRL write 0x%" PRIx32 " while the "
+                          "device is in fatal state, ignored", val);
+        return;
     }
+    if ((val & QRDMA_DEV_CTRL_ENABLE) && !enabled) {
+        qrdma_enable(core);
+    } else if (!(val & QRDMA_DEV_CTRL_ENABLE) && enabled) {
+        qrdma_disable(core);
+    }
+}
+
+/* CMDQ_PI: the only way work reaches the command queue. */
+static void qrdma_write_cmdq_pi(QrdmaCore *core, uint32_t pi)
+{
+    QrdmaCmdq *q = &core->cmdq;
+
+    if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
+        trace_qrdma_err_cmdq_db("device not ready", pi, q->ci);
+        qrdma_guest_error(core, "command doorbell 0x%" PRIx32
+                          " while the device is not ready, ignored", pi);
+        return;
+    }
+    if (pi - q->ci > (1u << q->log2)) {
+        trace_qrdma_err_cmdq_db("producer index beyond the ring", pi, q->ci);
+        qrdma_guest_error(core, "command doorbell 0x%" PRIx32 " is more "
+                          "than the ring size ahead of 0x%" PRIx32
+                          ", ignored", pi, q->ci);
+        return;
+    }
+    trace_qrdma_cmdq_db(pi, q->ci);
+    q->pi = pi;
+    /* Commands run from the main loop, not inside the register write. */
+    qemu_bh_schedule(q->bh);
 }
 
 void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                            unsigned size)
 {
     const QrdmaRegInfo *reg = qrdma_reg_find(addr, size);
+    uint64_t full;
 
     if (!reg) {
         trace_qrdma_err_mmio_bad_access("write", addr, size);
@@ -142,37 +286,117 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                           " 0x%" HWADDR_PRIx ", ignored", val, addr);
         return;
     }
-
     trace_qrdma_mmio_write(addr, size, val);
+
+    /* A 32-bit half of a 64-bit register keeps the other half. */
+    full = val;
+    if (size < reg->width) {
+        full = deposit64(qrdma_reg_value(core, reg),
+                         (addr - reg->offset) * 8, size * 8, val);
+    }
+
+    if (qrdma_reg_is_eth(reg->offset)) {
+        qrdma_eth_reg_write(core, reg->offset, full);
+        return;
+    }
+
     switch (reg->offset) {
     case QRDMA_REG_DEV_CTRL:
-        qrdma_write_dev_ctrl(core, val);
+        qrdma_write_dev_ctrl(core, full);
+        return;
+    case QRDMA_REG_CMDQ_PI:
+        qrdma_write_cmdq_pi(core, full);
+        return;
+    }
+
+    /* The rest configure the command queue: fixed while enabled. */
+    if (core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE) {
+        trace_qrdma_err_cmdq_config_enabled(addr);
+        qrdma_guest_error(core, "command queue register 0x%" HWADDR_PRIx
+                          " written while enabled, ignored", addr);
+        return;
+    }
+    switch (reg->offset) {
+    case QRDMA_REG_CMDQ_BASE:
+        core->cmdq.base = full;
+        break;
+    case QRDMA_REG_CMDQ_LOG2:
+        core->cmdq.log2 = full;
+        break;
+    case QRDMA_REG_CMPQ_BASE:
+        core->cmdq.cmpq_base = full;
         break;
     default:
         g_assert_not_reached();
     }
 }
 
-void qrdma_core_reset(QrdmaCore *core)
+/*
+ * BAR2, the doorbell pages.  This version of the interface defines no
+ * doorbell register yet, so every access is refused.
+ */
+uint64_t qrdma_core_db_read(QrdmaCore *core, hwaddr addr, unsigned size)
 {
-    core->dev_ctrl = 0;
-    core->dev_status = 0;
+    trace_qrdma_err_db_access("read", addr, size);
+    qrdma_guest_error(core, "%u-byte read at 0x%" HWADDR_PRIx
+                      " of the doorbell BAR, ignored", size, addr);
+    return 0;
 }
 
-void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner)
+void qrdma_core_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
+                         unsigned size)
+{
+    trace_qrdma_err_db_access("write", addr, size);
+    qrdma_guest_error(core, "%u-byte write at 0x%" HWADDR_PRIx
+                      " of the doorbell BAR, ignored", size, addr);
+}
+
+void qrdma_core_reset(QrdmaCore *core)
+{
+    trace_qrdma_core_reset(qrdma_resources_in_use(core));
+    qemu_bh_cancel(core->cmdq.bh);
+    core->dev_ctrl = 0;
+    core->dev_status = 0;
+    core->config_err = 0;
+    core->cmdq.base = 0;
+    core->cmdq.log2 = 0;
+    core->cmdq.pi = 0;
+    core->cmdq.ci = 0;
+    core->cmdq.cmpq_base = 0;
+    qrdma_resources_reset(core);
+    qrdma_eth_reset(core);
+    memset(&core->counters, 0, sizeof(core->counters));
+}
+
+void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp)
 {
     core->owner = owner;
-    qrdma_core_reset(core);
+    core->cmdq.bh = qemu_bh_new_guarded(qrdma_cmdq_process, core,
+                                        &DEVICE(owner)->mem_reentrancy_guard);
+    qrdma_resources_init(core);
+}
+
+void qrdma_core_unrealize(QrdmaCore *core)
+{
+    qemu_bh_delete(core->cmdq.bh);
+    core->cmdq.bh = NULL;
+    qrdma_resources_free(core);
+    if (core->migration_blocker) {
+        migrate_del_blocker(&core->migration_blocker);
+    }
 }
 
 /*
  * A migration stream is guest-controlled input like any other: accept only
- * register contents the device itself could have produced.
+ * register contents the device itself could have produced.  Live resources
+ * never migrate (a migration blocker stands while any exists), so the
+ * stream holds none.
  */
 bool qrdma_core_post_load(QrdmaCore *core)
 {
     bool enabled = core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE;
     bool ready = core->dev_status & QRDMA_DEV_STATUS_READY;
+    bool fatal = core->dev_status & QRDMA_DEV_STATUS_FATAL;
 
     if (core->dev_ctrl & ~QRDMA_DEV_CTRL_ENABLE) {
         trace_qrdma_err_post_load("DEV_CTRL holds bits that never persist");
@@ -182,9 +406,23 @@ bool qrdma_core_post_load(QrdmaCore *core)
         trace_qrdma_err_post_load("DEV_STATUS holds undefined bits");
         return false;
     }
-    if (enabled != ready) {
+    if (fatal ? ready : (enabled != ready)) {
         trace_qrdma_err_post_load("DEV_STATUS.READY disagrees with DEV_CTRL");
         return false;
+    }
+    if (enabled && qrdma_check_config(core) != QRDMA_CONFIG_ERR_NONE) {
+        trace_qrdma_err_post_load("enabled with a bad command queue");
+        return false;
+    }
+    if (enabled && core->cmdq.pi - core->cmdq.ci > (1u << core->cmdq.log2)) {
+        trace_qrdma_err_post_load("command queue indices out of range");
+        return false;
+    }
+    if (!qrdma_eth_post_load(core)) {
+        return false;
+    }
+    if (enabled && core->cmdq.pi != core->cmdq.ci) {
+        qemu_bh_schedule(core->cmdq.bh);
     }
     return true;
 }

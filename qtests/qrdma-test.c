@@ -7,21 +7,16 @@
  */
 
 #include "qemu/osdep.h"
+#include <glib/gstdio.h>
 #include "qemu/module.h"
 #include "libqtest.h"
 #include "libqos/qgraph.h"
 #include "libqos/pci.h"
+#include "libqos/libqos-malloc.h"
 #include "qobject/qdict.h"
 #include "hw/pci/pci_regs.h"
 #include "hw/rdma/qrdma-hw.h"
-
-#define QRDMA_QOM_PATH "/machine/peripheral/qrdma0"
-
-typedef struct QQrdma {
-    QOSGraphObject obj;
-    QPCIDevice dev;
-    QPCIBar bar;
-} QQrdma;
+#include "qrdma-qos.h"
 
 /* Where the guest-error log of the invalid-access test goes. */
 static char *qrdma_log_path;
@@ -151,12 +146,22 @@ static void test_msix_vectors_property(void *obj, void *data,
     qpci_iounmap(&q->dev, q->bar);
 }
 
+static void configure_cmdq(QQrdma *q, uint64_t ring)
+{
+    qpci_io_writeq(&q->dev, q->bar, QRDMA_REG_CMDQ_BASE, ring);
+    qrdma_writel(q, QRDMA_REG_CMDQ_LOG2, 2);
+    qpci_io_writeq(&q->dev, q->bar, QRDMA_REG_CMPQ_BASE, ring + 2048);
+}
+
 static void test_enable_reset(void *obj, void *data, QGuestAllocator *alloc)
 {
     QQrdma *q = obj;
+    uint64_t ring = guest_alloc(alloc, 4096);
 
     q->bar = qrdma_map_regs(q, NULL);
 
+    /* Enabling takes a command queue; the reset clears its registers. */
+    configure_cmdq(q, ring);
     qrdma_writel(q, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_ENABLE);
     g_assert_cmphex(qrdma_readl(q, QRDMA_REG_DEV_CTRL), ==,
                     QRDMA_DEV_CTRL_ENABLE);
@@ -166,8 +171,11 @@ static void test_enable_reset(void *obj, void *data, QGuestAllocator *alloc)
     qrdma_writel(q, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
     g_assert_cmphex(qrdma_readl(q, QRDMA_REG_DEV_CTRL), ==, 0);
     g_assert_cmphex(qrdma_readl(q, QRDMA_REG_DEV_STATUS), ==, 0);
+    g_assert_cmphex(qpci_io_readq(&q->dev, q->bar, QRDMA_REG_CMDQ_BASE), ==,
+                    0);
 
     /* After a reset the device enables again, and disables. */
+    configure_cmdq(q, ring);
     qrdma_writel(q, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_ENABLE);
     g_assert_cmphex(qrdma_readl(q, QRDMA_REG_DEV_STATUS), ==,
                     QRDMA_DEV_STATUS_READY);

@@ -1,0 +1,1469 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, command queue and resources
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Every command is copied out of guest memory once, then checked field by
+ * field, then executed; a command that fails leaves the device as it was.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/bitops.h"
+#include "qemu/rcu.h"
+#include "qapi/error.h"
+#include "exec/memory.h"
+#include "hw/pci/pci_device.h"
+#include "migration/blocker.h"
+#include "qrdma.h"
+#include "qrdma_cmd.h"
+#include "trace.h"
+
+/* Tables */
+
+static void qrdma_table_init(QrdmaTable *t, const char *name, uint32_t max,
+                             uint32_t first)
+{
+    t->name = name;
+    t->max = max;
+    t->first = first;
+    t->in_use = 0;
+    t->next = first;
+    t->gen = g_new0(uint8_t, max);
+    t->busy = g_new0(bool, max);
+}
+
+static void qrdma_table_destroy(QrdmaTable *t)
+{
+    g_free(t->gen);
+    g_free(t->busy);
+    t->gen = NULL;
+    t->busy = NULL;
+}
+
+/* The slot a handle names while that slot is live, or -1. */
+int qrdma_table_lookup(const QrdmaTable *t, uint32_t handle)
+{
+    uint32_t slot = handle & MAKE_64BIT_MASK(0, QRDMA_HANDLE_INDEX_BITS);
+    uint32_t idx = slot - 1;
+
+    if (!slot || idx >= t->max || !t->busy[idx] ||
+        handle >> QRDMA_HANDLE_INDEX_BITS != t->gen[idx]) {
+        return -1;
+    }
+    return idx;
+}
+
+uint32_t qrdma_table_handle(const QrdmaTable *t, uint32_t idx)
+{
+    return ((uint32_t)t->gen[idx] << QRDMA_HANDLE_INDEX_BITS) | (idx + 1);
+}
+
+int qrdma_table_alloc(QrdmaTable *t)
+{
+    uint32_t i, idx;
+
+    for (i = t->first; i < t->max; i++) {
+        idx = t->next;
+        t->next = idx + 1 < t->max ? idx + 1 : t->first;
+        if (!t->busy[idx]) {
+            t->busy[idx] = true;
+            t->in_use++;
+            return idx;
+        }
+    }
+    return -1;
+}
+
+void qrdma_table_free(QrdmaTable *t, uint32_t idx)
+{
+    t->busy[idx] = false;
+    t->in_use--;
+    /* The reserved slots keep their fixed handles (QP 1 is always GSI). */
+    if (idx >= t->first) {
+        t->gen[idx]++;
+    }
+}
+
+/* Guest memory */
+
+/*
+ * Whether [addr, addr + len) is guest RAM the device may access (writable
+ * RAM when is_write).  The device reads and writes nothing else: not MMIO,
+ * not its own BARs, not unassigned space.
+ */
+bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len, bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(core->owner);
+
+    if (!len || addr + len < addr) {
+        return false;
+    }
+
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, plen = len;
+        MemoryRegion *mr;
+
+        mr = address_space_translate(as, addr, &xlat, &plen, is_write,
+                                     MEMTXATTRS_UNSPECIFIED);
+        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (is_write && mr->readonly) || !plen) {
+            return false;
+        }
+        addr += plen;
+        len -= plen;
+    }
+    return true;
+}
+
+bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len)
+{
+    return qrdma_dma_ok(core, addr, len, false) &&
+           pci_dma_read(core->owner, addr, buf, len) == MEMTX_OK;
+}
+
+bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
+                     uint64_t len)
+{
+    return qrdma_dma_ok(core, addr, len, true) &&
+           pci_dma_write(core->owner, addr, buf, len) == MEMTX_OK;
+}
+
+void qrdma_pages_free(QrdmaPages *pages)
+{
+    g_free(pages->addr);
+    pages->addr = NULL;
+    pages->n = 0;
+}
+
+/*
+ * Read a page list of n entries from addr: every entry must be a guest RAM
+ * page of 2^page_shift bytes, aligned.  The list is kept in device memory,
+ * so later accesses never read it from the guest again.
+ */
+uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
+                         uint32_t max, unsigned page_shift, QrdmaPages *out)
+{
+    uint64_t page_size = 1ull << page_shift;
+    uint64_t *list;
+    uint32_t i;
+
+    if (n == 0 || n > max) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "page list of %" PRIu32 " entries, limit %"
+                              PRIu32, n, max);
+    }
+    if (!QEMU_IS_ALIGNED(addr, sizeof(uint64_t))) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "page list at 0x%" PRIx64 " is misaligned",
+                              addr);
+    }
+    list = g_try_new(uint64_t, n);
+    if (!list) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "no memory for a page list of %" PRIu32, n);
+    }
+    if (!qrdma_dma_read(core, addr, list, (uint64_t)n * sizeof(uint64_t))) {
+        g_free(list);
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_ADDR,
+                              "page list at 0x%" PRIx64 " is not in RAM",
+                              addr);
+    }
+    for (i = 0; i < n; i++) {
+        list[i] = le64_to_cpu(list[i]);
+        if (!QEMU_IS_ALIGNED(list[i], page_size) ||
+            !qrdma_dma_ok(core, list[i], page_size, true)) {
+            uint64_t bad = list[i];
+
+            g_free(list);
+            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_ADDR,
+                                  "page %" PRIu32 " at 0x%" PRIx64
+                                  " is not an aligned page of guest RAM",
+                                  i, bad);
+        }
+    }
+    out->addr = list;
+    out->n = n;
+    return QRDMA_STATUS_OK;
+}
+
+/* The pages a ring of 2^log2 entries of the given size takes. */
+uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size)
+{
+    return DIV_ROUND_UP((uint64_t)entry_size << log2, QRDMA_PAGE_SIZE);
+}
+
+/* Write a command's answer to the buffer it named. */
+uint8_t qrdma_reply(QrdmaCore *core, const struct qrdma_cmd_query *q,
+                    const void *resp, size_t len)
+{
+    uint64_t addr = le64_to_cpu(q->resp_addr);
+    uint32_t resp_len = le32_to_cpu(q->resp_len);
+
+    if (resp_len < len) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "answer buffer of %" PRIu32 " bytes, %zu "
+                              "needed", resp_len, len);
+    }
+    if (!qrdma_dma_write(core, addr, resp, len)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_ADDR,
+                              "answer buffer at 0x%" PRIx64 " is not RAM",
+                              addr);
+    }
+    return QRDMA_STATUS_OK;
+}
+
+/* Command failures: a status, a trace event and a guest error line. */
+uint8_t qrdma_cmd_fail(QrdmaCore *core, uint8_t status, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    trace_qrdma_err_cmd(core->cmdq.cur_name, status, msg);
+    qrdma_guest_error(core, "%s: %s (status %u)", core->cmdq.cur_name, msg,
+                      status);
+    return status;
+}
+
+/* Owned handles */
+
+static uint8_t qrdma_check_owner(QrdmaCore *core, const char *what,
+                                 uint32_t handle, uint32_t owner,
+                                 uint32_t uctx)
+{
+    if (owner != uctx) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
+                              "%s 0x%" PRIx32 " belongs to context 0x%"
+                              PRIx32 ", not 0x%" PRIx32,
+                              what, handle, owner, uctx);
+    }
+    return QRDMA_STATUS_OK;
+}
+
+#define QRDMA_DEFINE_GET(kind, field, owner_field)                           \
+uint8_t qrdma_get_##kind(QrdmaCore *core, uint32_t uctx, uint32_t handle,   \
+                         int *idx)                                          \
+{                                                                           \
+    *idx = qrdma_table_lookup(&core->kind##_table, handle);                  \
+    if (*idx < 0) {                                                         \
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_HANDLE,                \
+                              "no " #kind " 0x%" PRIx32, handle);           \
+    }                                                                       \
+    return qrdma_check_owner(core, #kind, handle,                           \
+                             core->field[*idx].owner_field, uctx);          \
+}
+
+QRDMA_DEFINE_GET(pd, pd, uctx)
+QRDMA_DEFINE_GET(cq, cq, uctx)
+QRDMA_DEFINE_GET(srq, srq, uctx)
+QRDMA_DEFINE_GET(ah, ah, uctx)
+
+uint8_t qrdma_get_qp(QrdmaCore *core, uint32_t uctx, uint32_t qpn, int *idx)
+{
+    *idx = qrdma_table_lookup(&core->qp_table, qpn);
+    if (*idx < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_HANDLE,
+                              "no qp 0x%" PRIx32, qpn);
+    }
+    return qrdma_check_owner(core, "qp", qpn, core->qp[*idx].uctx, uctx);
+}
+
+static uint8_t qrdma_get_mr(QrdmaCore *core, uint32_t uctx, uint32_t lkey,
+                            int *idx)
+{
+    uint32_t slot = lkey >> 8;
+
+    *idx = slot - 1;
+    if (!slot || slot > core->mr_table.max || !core->mr_table.busy[*idx] ||
+        core->mr[*idx].lkey != lkey) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_HANDLE,
+                              "no mr with lkey 0x%" PRIx32, lkey);
+    }
+    return qrdma_check_owner(core, "mr", lkey, core->mr[*idx].uctx, uctx);
+}
+
+void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta)
+{
+    int idx;
+
+    if (uctx == QRDMA_UCTX_KERNEL) {
+        return;
+    }
+    idx = qrdma_table_lookup(&core->uctx_table, uctx);
+    if (idx >= 0) {
+        core->uctx[idx].refs += delta;
+    }
+}
+
+/* Queries and the GID table */
+
+static void qrdma_node_guid(QrdmaCore *core, uint8_t guid[8])
+{
+    const uint8_t *mac = core->eth.conf.macaddr.a;
+
+    /* EUI-64 from the port's MAC, as RoCE NICs derive theirs. */
+    guid[0] = mac[0] ^ 2;
+    guid[1] = mac[1];
+    guid[2] = mac[2];
+    guid[3] = 0xff;
+    guid[4] = 0xfe;
+    guid[5] = mac[3];
+    guid[6] = mac[4];
+    guid[7] = mac[5];
+}
+
+static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
+                                      const struct qrdma_cmd *cmd,
+                                      struct qrdma_cmpl *cmpl)
+{
+    const QrdmaLimits *l = &core->limits;
+    struct qrdma_device_attr a = { };
+    uint8_t guid[8];
+
+    qrdma_node_guid(core, guid);
+    a.fw_ver = cpu_to_le64(QRDMA_VERSION);
+    memcpy(&a.node_guid, guid, sizeof(guid));
+    a.max_mr_size = cpu_to_le64((uint64_t)l->max_mr_pages << QRDMA_PAGE_SHIFT);
+    /* MR pages of 4 KiB up to 1 GiB */
+    a.page_size_cap = cpu_to_le64(MAKE_64BIT_MASK(QRDMA_PAGE_SHIFT,
+                                                  31 - QRDMA_PAGE_SHIFT));
+    a.vendor_id = cpu_to_le32(QRDMA_PCI_VENDOR_ID);
+    a.vendor_part_id = cpu_to_le32(QRDMA_PCI_DEVICE_ID);
+    a.hw_ver = cpu_to_le32(QRDMA_PCI_REVISION);
+    a.max_qp = cpu_to_le32(l->max_qp);
+    a.max_qp_wr = cpu_to_le32(l->max_qp_wr);
+    a.max_send_sge = cpu_to_le32(QRDMA_MAX_SEND_SGE);
+    a.max_recv_sge = cpu_to_le32(QRDMA_MAX_RECV_SGE);
+    a.max_sge_rd = cpu_to_le32(QRDMA_MAX_SEND_SGE);
+    a.max_cq = cpu_to_le32(l->max_cq);
+    a.max_cqe = cpu_to_le32(l->max_cqe);
+    a.max_mr = cpu_to_le32(l->max_mr);
+    a.max_pd = cpu_to_le32(l->max_pd);
+    a.max_qp_rd_atom = cpu_to_le32(QRDMA_MAX_RD_ATOMIC);
+    a.max_qp_init_rd_atom = cpu_to_le32(QRDMA_MAX_RD_ATOMIC);
+    a.max_srq = cpu_to_le32(l->max_srq);
+    a.max_srq_wr = cpu_to_le32(l->max_srq_wr);
+    a.max_srq_sge = cpu_to_le32(QRDMA_MAX_RECV_SGE);
+    a.max_ah = cpu_to_le32(l->max_ah);
+    a.max_mcast_grp = cpu_to_le32(l->max_mcast_grp);
+    a.max_mcast_qp_attach = cpu_to_le32(l->max_mcast_qp_attach);
+    a.max_uctx = cpu_to_le32(l->max_uctx);
+    a.max_inline_data = cpu_to_le32(QRDMA_MAX_INLINE);
+    a.max_fast_reg_page_list_len = cpu_to_le32(l->max_mr_pages);
+    a.max_mr_pages = cpu_to_le32(l->max_mr_pages);
+    /* Vector 0 carries commands and async events; the rest completions. */
+    a.num_comp_vectors = cpu_to_le32(MAX(core->msix_vectors - 1, 1));
+    a.max_pkeys = cpu_to_le32(1);
+    a.local_ca_ack_delay = 15;
+    a.atomic_cap = 1;
+    return qrdma_reply(core, &cmd->query, &a, sizeof(a));
+}
+
+static uint8_t qrdma_cmd_query_port(QrdmaCore *core, uint32_t uctx,
+                                    const struct qrdma_cmd *cmd,
+                                    struct qrdma_cmpl *cmpl)
+{
+    struct qrdma_port_attr p = { };
+    uint32_t port = le32_to_cpu(cmd->query.index);
+    bool up = qrdma_eth_link_up(core);
+
+    if (port != 1) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "no port %" PRIu32, port);
+    }
+    p.state = up ? QRDMA_PORT_ACTIVE : QRDMA_PORT_DOWN;
+    p.phys_state = up ? 5 : 3;
+    p.max_mtu = 5;                      /* 4096 */
+    p.active_mtu = 3;                   /* 1024: fits a 1500-byte frame */
+    p.gid_tbl_len = cpu_to_le32(QRDMA_GID_TABLE_LEN);
+    p.max_msg_sz = cpu_to_le32(1u << 31);
+    p.pkey_tbl_len = cpu_to_le16(1);
+    p.active_speed = 32;                /* EDR */
+    p.active_width = 2;                 /* 4X */
+    memcpy(p.mac, core->eth.conf.macaddr.a, sizeof(p.mac));
+    return qrdma_reply(core, &cmd->query, &p, sizeof(p));
+}
+
+static uint8_t qrdma_cmd_query_gid(QrdmaCore *core, uint32_t uctx,
+                                   const struct qrdma_cmd *cmd,
+                                   struct qrdma_cmpl *cmpl)
+{
+    uint32_t index = le32_to_cpu(cmd->query.index);
+
+    if (index >= QRDMA_GID_TABLE_LEN) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "GID index %" PRIu32 " out of range", index);
+    }
+    return qrdma_reply(core, &cmd->query, &core->gid[index],
+                       sizeof(core->gid[index]));
+}
+
+static uint8_t qrdma_cmd_set_gid(QrdmaCore *core, uint32_t uctx,
+                                 const struct qrdma_cmd *cmd,
+                                 struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_gid *g = &cmd->gid;
+    uint32_t index = le32_to_cpu(g->index);
+    struct qrdma_gid_entry *e;
+
+    if (uctx != QRDMA_UCTX_KERNEL) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
+                              "only the kernel sets GIDs");
+    }
+    if (index >= QRDMA_GID_TABLE_LEN) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "GID index %" PRIu32 " out of range", index);
+    }
+    if (g->type != QRDMA_GID_TYPE_ROCE_V2) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "GID type %u is not RoCEv2", g->type);
+    }
+    e = &core->gid[index];
+    memcpy(e->gid, g->gid, sizeof(e->gid));
+    memcpy(e->mac, g->mac, sizeof(e->mac));
+    e->vlan_id = g->vlan_id;
+    e->type = g->type;
+    trace_qrdma_gid_set(index);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_del_gid(QrdmaCore *core, uint32_t uctx,
+                                 const struct qrdma_cmd *cmd,
+                                 struct qrdma_cmpl *cmpl)
+{
+    uint32_t index = le32_to_cpu(cmd->gid.index);
+
+    if (uctx != QRDMA_UCTX_KERNEL) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
+                              "only the kernel deletes GIDs");
+    }
+    if (index >= QRDMA_GID_TABLE_LEN) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "GID index %" PRIu32 " out of range", index);
+    }
+    memset(&core->gid[index], 0, sizeof(core->gid[index]));
+    trace_qrdma_gid_del(index);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_query_stats(QrdmaCore *core, uint32_t uctx,
+                                     const struct qrdma_cmd *cmd,
+                                     struct qrdma_cmpl *cmpl)
+{
+    const QrdmaCounters *c = &core->counters;
+    struct qrdma_stats s = {
+        .cmds = cpu_to_le64(c->cmds),
+        .cmd_errors = cpu_to_le64(c->cmd_errors),
+        .guest_errors = cpu_to_le64(c->guest_errors),
+        .eth_tx_frames = cpu_to_le64(c->eth_tx_frames),
+        .eth_rx_frames = cpu_to_le64(c->eth_rx_frames),
+        .eth_rx_dropped = cpu_to_le64(c->eth_rx_dropped),
+        .eth_tx_dropped = cpu_to_le64(c->eth_tx_dropped),
+        .uctx = cpu_to_le32(core->uctx_table.in_use),
+        .pd = cpu_to_le32(core->pd_table.in_use),
+        .mr = cpu_to_le32(core->mr_table.in_use),
+        .cq = cpu_to_le32(core->cq_table.in_use),
+        .qp = cpu_to_le32(core->qp_table.in_use),
+        .srq = cpu_to_le32(core->srq_table.in_use),
+        .ah = cpu_to_le32(core->ah_table.in_use),
+        .mcast = cpu_to_le32(core->mcast_table.in_use),
+    };
+
+    return qrdma_reply(core, &cmd->query, &s, sizeof(s));
+}
+
+/* User contexts and PDs */
+
+static uint8_t qrdma_cmd_create_uctx(QrdmaCore *core, uint32_t uctx,
+                                     const struct qrdma_cmd *cmd,
+                                     struct qrdma_cmpl *cmpl)
+{
+    QrdmaUctx *u;
+    int idx;
+
+    if (uctx != QRDMA_UCTX_KERNEL) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
+                              "only the kernel creates user contexts");
+    }
+    idx = qrdma_table_alloc(&core->uctx_table);
+    if (idx < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " user contexts in use",
+                              core->uctx_table.max);
+    }
+    u = &core->uctx[idx];
+    u->handle = qrdma_table_handle(&core->uctx_table, idx);
+    /* Page 0 of BAR2 is the kernel's. */
+    u->db_page = idx + 1;
+    u->refs = 0;
+    cmpl->handle = cpu_to_le32(u->handle);
+    cmpl->data[0] = cpu_to_le32(u->db_page);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_destroy_uctx(QrdmaCore *core, uint32_t uctx,
+                                      const struct qrdma_cmd *cmd,
+                                      struct qrdma_cmpl *cmpl)
+{
+    uint32_t handle = le32_to_cpu(cmd->destroy.handle);
+    int idx;
+
+    if (uctx != QRDMA_UCTX_KERNEL) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
+                              "only the kernel destroys user contexts");
+    }
+    idx = qrdma_table_lookup(&core->uctx_table, handle);
+    if (idx < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_HANDLE,
+                              "no user context 0x%" PRIx32, handle);
+    }
+    if (core->uctx[idx].refs) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
+                              "user context 0x%" PRIx32 " still owns %"
+                              PRIu32 " resources", handle,
+                              core->uctx[idx].refs);
+    }
+    qrdma_table_free(&core->uctx_table, idx);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_alloc_pd(QrdmaCore *core, uint32_t uctx,
+                                  const struct qrdma_cmd *cmd,
+                                  struct qrdma_cmpl *cmpl)
+{
+    QrdmaPd *pd;
+    int idx = qrdma_table_alloc(&core->pd_table);
+
+    if (idx < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " PDs in use",
+                              core->pd_table.max);
+    }
+    pd = &core->pd[idx];
+    pd->handle = qrdma_table_handle(&core->pd_table, idx);
+    pd->uctx = uctx;
+    pd->refs = 0;
+    qrdma_uctx_ref(core, uctx, 1);
+    cmpl->handle = cpu_to_le32(pd->handle);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_dealloc_pd(QrdmaCore *core, uint32_t uctx,
+                                    const struct qrdma_cmd *cmd,
+                                    struct qrdma_cmpl *cmpl)
+{
+    uint32_t handle = le32_to_cpu(cmd->destroy.handle);
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_pd(core, uctx, handle, &idx);
+    if (st) {
+        return st;
+    }
+    if (core->pd[idx].refs) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
+                              "pd 0x%" PRIx32 " still holds %" PRIu32
+                              " resources", handle, core->pd[idx].refs);
+    }
+    qrdma_table_free(&core->pd_table, idx);
+    qrdma_uctx_ref(core, uctx, -1);
+    return QRDMA_STATUS_OK;
+}
+
+/* Memory regions */
+
+static int qrdma_mr_alloc(QrdmaCore *core, uint32_t uctx, uint32_t pd_idx)
+{
+    int idx = qrdma_table_alloc(&core->mr_table);
+    QrdmaMr *mr;
+
+    if (idx < 0) {
+        return -1;
+    }
+    mr = &core->mr[idx];
+    memset(mr, 0, sizeof(*mr));
+    /* A new key byte each time, so an old lkey of a reused slot fails. */
+    mr->lkey = ((uint32_t)(idx + 1) << 8) | core->mr_key++;
+    mr->rkey = mr->lkey;
+    mr->uctx = uctx;
+    mr->pd = core->pd[pd_idx].handle;
+    core->pd[pd_idx].refs++;
+    qrdma_uctx_ref(core, uctx, 1);
+    return idx;
+}
+
+static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
+                                const struct qrdma_cmd *cmd,
+                                struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_reg_mr *r = &cmd->reg_mr;
+    uint32_t access = le32_to_cpu(r->access);
+    uint64_t iova = le64_to_cpu(r->iova);
+    uint64_t length = le64_to_cpu(r->length);
+    uint32_t npages = le32_to_cpu(r->npages);
+    bool dma = r->flags & QRDMA_MR_F_DMA;
+    QrdmaPages pages = { };
+    QrdmaMr *mr;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(r->pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    if (access & ~QRDMA_ACCESS_VALID_MASK) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "unknown access flags 0x%" PRIx32, access);
+    }
+    /* IB: remote write and atomic access need local write. */
+    if ((access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & QRDMA_ACCESS_LOCAL_WRITE)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "remote write or atomic without local write");
+    }
+    if (r->flags & ~QRDMA_MR_F_DMA) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "unknown flags 0x%x", r->flags);
+    }
+
+    if (dma) {
+        if (uctx != QRDMA_UCTX_KERNEL) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
+                                  "only the kernel registers DMA MRs");
+        }
+        iova = 0;
+        length = UINT64_MAX;
+    } else {
+        unsigned shift = r->page_shift;
+        uint64_t offset, need;
+
+        if (shift < QRDMA_PAGE_SHIFT || shift > 30) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                                  "page shift %u out of range", shift);
+        }
+        if (!length || iova + length < iova) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                                  "region 0x%" PRIx64 "+0x%" PRIx64
+                                  " is empty or wraps", iova, length);
+        }
+        offset = iova & ((1ull << shift) - 1);
+        need = DIV_ROUND_UP(offset + length, 1ull << shift);
+        if (need != npages) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                                  "region needs %" PRIu64 " pages, list has %"
+                                  PRIu32, need, npages);
+        }
+        st = qrdma_pages_read(core, le64_to_cpu(r->pages_addr), npages,
+                              core->limits.max_mr_pages, shift, &pages);
+        if (st) {
+            return st;
+        }
+    }
+
+    idx = qrdma_mr_alloc(core, uctx, pd_idx);
+    if (idx < 0) {
+        qrdma_pages_free(&pages);
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " MRs in use",
+                              core->mr_table.max);
+    }
+    mr = &core->mr[idx];
+    mr->access = access;
+    mr->dma = dma;
+    mr->iova = iova;
+    mr->length = length;
+    mr->page_shift = r->page_shift;
+    mr->pages = pages;
+    trace_qrdma_mr_reg(mr->lkey, iova, length, access);
+    cmpl->handle = cpu_to_le32(mr->lkey);
+    cmpl->data[0] = cpu_to_le32(mr->rkey);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
+                                  const struct qrdma_cmd *cmd,
+                                  struct qrdma_cmpl *cmpl)
+{
+    uint32_t max_pages = le32_to_cpu(cmd->alloc_mr.max_pages);
+    QrdmaMr *mr;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(cmd->alloc_mr.pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    if (!max_pages || max_pages > core->limits.max_mr_pages) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "%" PRIu32 " pages for fast registration, "
+                              "limit %" PRIu32, max_pages,
+                              core->limits.max_mr_pages);
+    }
+    idx = qrdma_mr_alloc(core, uctx, pd_idx);
+    if (idx < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " MRs in use",
+                              core->mr_table.max);
+    }
+    mr = &core->mr[idx];
+    mr->fast_reg = true;
+    mr->max_pages = max_pages;
+    cmpl->handle = cpu_to_le32(mr->lkey);
+    cmpl->data[0] = cpu_to_le32(mr->rkey);
+    return QRDMA_STATUS_OK;
+}
+
+static void qrdma_mr_free(QrdmaCore *core, int idx)
+{
+    QrdmaMr *mr = &core->mr[idx];
+    int pd_idx = qrdma_table_lookup(&core->pd_table, mr->pd);
+
+    if (pd_idx >= 0) {
+        core->pd[pd_idx].refs--;
+    }
+    qrdma_uctx_ref(core, mr->uctx, -1);
+    qrdma_pages_free(&mr->pages);
+    qrdma_table_free(&core->mr_table, idx);
+}
+
+static uint8_t qrdma_cmd_dereg_mr(QrdmaCore *core, uint32_t uctx,
+                                  const struct qrdma_cmd *cmd,
+                                  struct qrdma_cmpl *cmpl)
+{
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_mr(core, uctx, le32_to_cpu(cmd->destroy.handle), &idx);
+    if (st) {
+        return st;
+    }
+    qrdma_mr_free(core, idx);
+    return QRDMA_STATUS_OK;
+}
+
+/* Completion queues */
+
+static uint8_t qrdma_cq_ring(QrdmaCore *core, const struct qrdma_cmd_cq *c,
+                             uint32_t *log2, QrdmaPages *ring)
+{
+    uint32_t npages = le32_to_cpu(c->npages);
+
+    *log2 = le32_to_cpu(c->log2_entries);
+    if ((1ull << MIN(*log2, 63)) > core->limits.max_cqe) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "2^%" PRIu32 " CQEs, limit %" PRIu32,
+                              *log2, core->limits.max_cqe);
+    }
+    if (npages != qrdma_ring_pages(*log2, QRDMA_CQE_SIZE)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "CQ ring of 2^%" PRIu32 " entries on %" PRIu32
+                              " pages", *log2, npages);
+    }
+    return qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages, npages,
+                            QRDMA_PAGE_SHIFT, ring);
+}
+
+static uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
+                                   const struct qrdma_cmd *cmd,
+                                   struct qrdma_cmpl *cmpl)
+{
+    uint32_t eq = le32_to_cpu(cmd->cq.eq);
+    QrdmaPages ring = { };
+    uint32_t log2;
+    QrdmaCq *cq;
+    uint8_t st;
+    int idx;
+
+    if (eq >= core->msix_vectors) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "completion vector %" PRIu32 " of %u", eq,
+                              core->msix_vectors);
+    }
+    st = qrdma_cq_ring(core, &cmd->cq, &log2, &ring);
+    if (st) {
+        return st;
+    }
+    idx = qrdma_table_alloc(&core->cq_table);
+    if (idx < 0) {
+        qrdma_pages_free(&ring);
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " CQs in use",
+                              core->cq_table.max);
+    }
+    cq = &core->cq[idx];
+    cq->handle = qrdma_table_handle(&core->cq_table, idx);
+    cq->uctx = uctx;
+    cq->log2 = log2;
+    cq->eq = eq;
+    cq->refs = 0;
+    cq->ring = ring;
+    qrdma_uctx_ref(core, uctx, 1);
+    cmpl->handle = cpu_to_le32(cq->handle);
+    cmpl->data[0] = cpu_to_le32(1u << log2);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
+                                   const struct qrdma_cmd *cmd,
+                                   struct qrdma_cmpl *cmpl)
+{
+    QrdmaPages ring = { };
+    uint32_t log2;
+    QrdmaCq *cq;
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_cq(core, uctx, le32_to_cpu(cmd->cq.cqn), &idx);
+    if (st) {
+        return st;
+    }
+    st = qrdma_cq_ring(core, &cmd->cq, &log2, &ring);
+    if (st) {
+        return st;
+    }
+    cq = &core->cq[idx];
+    qrdma_pages_free(&cq->ring);
+    cq->ring = ring;
+    cq->log2 = log2;
+    cmpl->data[0] = cpu_to_le32(1u << log2);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_destroy_cq(QrdmaCore *core, uint32_t uctx,
+                                    const struct qrdma_cmd *cmd,
+                                    struct qrdma_cmpl *cmpl)
+{
+    uint32_t handle = le32_to_cpu(cmd->destroy.handle);
+    QrdmaCq *cq;
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_cq(core, uctx, handle, &idx);
+    if (st) {
+        return st;
+    }
+    cq = &core->cq[idx];
+    /* S20 */
+    if (cq->refs) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
+                              "cq 0x%" PRIx32 " is still used by %" PRIu32
+                              " work queues", handle, cq->refs);
+    }
+    qrdma_pages_free(&cq->ring);
+    qrdma_table_free(&core->cq_table, idx);
+    qrdma_uctx_ref(core, uctx, -1);
+    return QRDMA_STATUS_OK;
+}
+
+/* Shared receive queues */
+
+static uint8_t qrdma_cmd_create_srq(QrdmaCore *core, uint32_t uctx,
+                                    const struct qrdma_cmd *cmd,
+                                    struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_srq *c = &cmd->srq;
+    uint32_t max_wr = le32_to_cpu(c->max_wr);
+    uint32_t max_sge = le32_to_cpu(c->max_sge);
+    uint32_t log2 = le32_to_cpu(c->log2_entries);
+    uint32_t npages = le32_to_cpu(c->npages);
+    struct qrdma_srq_resp *resp = (struct qrdma_srq_resp *)cmpl->data;
+    QrdmaPages ring = { };
+    QrdmaSrq *srq;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(c->pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    if (max_wr > core->limits.max_srq_wr || max_sge > QRDMA_MAX_RECV_SGE) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "SRQ of %" PRIu32 " WRs of %" PRIu32 " SGEs "
+                              "is over the limits", max_wr, max_sge);
+    }
+    if (log2 > 31 || (1u << log2) < MAX(max_wr, 1) ||
+        (1u << log2) > core->limits.max_srq_wr) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "SRQ ring of 2^%" PRIu32 " for %" PRIu32
+                              " WRs", log2, max_wr);
+    }
+    if (npages != qrdma_ring_pages(log2, QRDMA_RQ_WQE_SIZE)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "SRQ ring of 2^%" PRIu32 " on %" PRIu32
+                              " pages", log2, npages);
+    }
+    st = qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages, npages,
+                          QRDMA_PAGE_SHIFT, &ring);
+    if (st) {
+        return st;
+    }
+    idx = qrdma_table_alloc(&core->srq_table);
+    if (idx < 0) {
+        qrdma_pages_free(&ring);
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " SRQs in use",
+                              core->srq_table.max);
+    }
+    srq = &core->srq[idx];
+    srq->handle = qrdma_table_handle(&core->srq_table, idx);
+    srq->uctx = uctx;
+    srq->pd = core->pd[pd_idx].handle;
+    srq->log2 = log2;
+    srq->max_wr = 1u << log2;
+    srq->max_sge = QRDMA_MAX_RECV_SGE;
+    /* ibv_create_srq ignores srq_limit; it is armed by MODIFY_SRQ. */
+    srq->limit = 0;
+    srq->refs = 0;
+    srq->ring = ring;
+    core->pd[pd_idx].refs++;
+    qrdma_uctx_ref(core, uctx, 1);
+
+    cmpl->handle = cpu_to_le32(srq->handle);
+    resp->max_wr = cpu_to_le32(srq->max_wr);
+    resp->max_sge = cpu_to_le32(srq->max_sge);
+    resp->srq_limit = 0;
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
+                                    const struct qrdma_cmd *cmd,
+                                    struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_srq *c = &cmd->srq;
+    uint32_t mask = le32_to_cpu(c->attr_mask);
+    uint32_t limit = le32_to_cpu(c->srq_limit);
+    QrdmaSrq *srq;
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_srq(core, uctx, le32_to_cpu(c->srqn), &idx);
+    if (st) {
+        return st;
+    }
+    srq = &core->srq[idx];
+    if (mask & ~(QRDMA_SRQ_ATTR_MAX_WR | QRDMA_SRQ_ATTR_LIMIT)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "unknown SRQ attributes 0x%" PRIx32, mask);
+    }
+    if (mask & QRDMA_SRQ_ATTR_MAX_WR) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
+                              "SRQs do not resize");
+    }
+    if ((mask & QRDMA_SRQ_ATTR_LIMIT) && limit >= srq->max_wr) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "SRQ limit %" PRIu32 " not below %" PRIu32,
+                              limit, srq->max_wr);
+    }
+    if (mask & QRDMA_SRQ_ATTR_LIMIT) {
+        srq->limit = limit;
+    }
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_query_srq(QrdmaCore *core, uint32_t uctx,
+                                   const struct qrdma_cmd *cmd,
+                                   struct qrdma_cmpl *cmpl)
+{
+    struct qrdma_srq_resp *resp = (struct qrdma_srq_resp *)cmpl->data;
+    QrdmaSrq *srq;
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_srq(core, uctx, le32_to_cpu(cmd->query.index), &idx);
+    if (st) {
+        return st;
+    }
+    srq = &core->srq[idx];
+    resp->max_wr = cpu_to_le32(srq->max_wr);
+    resp->max_sge = cpu_to_le32(srq->max_sge);
+    resp->srq_limit = cpu_to_le32(srq->limit);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_destroy_srq(QrdmaCore *core, uint32_t uctx,
+                                     const struct qrdma_cmd *cmd,
+                                     struct qrdma_cmpl *cmpl)
+{
+    uint32_t handle = le32_to_cpu(cmd->destroy.handle);
+    QrdmaSrq *srq;
+    uint8_t st;
+    int idx, pd_idx;
+
+    st = qrdma_get_srq(core, uctx, handle, &idx);
+    if (st) {
+        return st;
+    }
+    srq = &core->srq[idx];
+    if (srq->refs) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
+                              "srq 0x%" PRIx32 " is still used by %" PRIu32
+                              " QPs", handle, srq->refs);
+    }
+    pd_idx = qrdma_table_lookup(&core->pd_table, srq->pd);
+    if (pd_idx >= 0) {
+        core->pd[pd_idx].refs--;
+    }
+    qrdma_pages_free(&srq->ring);
+    qrdma_table_free(&core->srq_table, idx);
+    qrdma_uctx_ref(core, uctx, -1);
+    return QRDMA_STATUS_OK;
+}
+
+/* Address handles */
+
+uint8_t qrdma_check_av(QrdmaCore *core, const struct qrdma_av *av)
+{
+    if (av->sgid_index >= QRDMA_GID_TABLE_LEN ||
+        !core->gid[av->sgid_index].type) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "source GID index %u is not set",
+                              av->sgid_index);
+    }
+    if (le32_to_cpu(av->flow_label) > 0xfffff) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "flow label 0x%" PRIx32 " over 20 bits",
+                              le32_to_cpu(av->flow_label));
+    }
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_create_ah(QrdmaCore *core, uint32_t uctx,
+                                   const struct qrdma_cmd *cmd,
+                                   struct qrdma_cmpl *cmpl)
+{
+    QrdmaAh *ah;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(cmd->create_ah.pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    st = qrdma_check_av(core, &cmd->create_ah.av);
+    if (st) {
+        return st;
+    }
+    idx = qrdma_table_alloc(&core->ah_table);
+    if (idx < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " AHs in use",
+                              core->ah_table.max);
+    }
+    ah = &core->ah[idx];
+    ah->handle = qrdma_table_handle(&core->ah_table, idx);
+    ah->uctx = uctx;
+    ah->pd = core->pd[pd_idx].handle;
+    ah->av = cmd->create_ah.av;
+    core->pd[pd_idx].refs++;
+    qrdma_uctx_ref(core, uctx, 1);
+    cmpl->handle = cpu_to_le32(ah->handle);
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_destroy_ah(QrdmaCore *core, uint32_t uctx,
+                                    const struct qrdma_cmd *cmd,
+                                    struct qrdma_cmpl *cmpl)
+{
+    uint8_t st;
+    int idx, pd_idx;
+
+    st = qrdma_get_ah(core, uctx, le32_to_cpu(cmd->destroy.handle), &idx);
+    if (st) {
+        return st;
+    }
+    pd_idx = qrdma_table_lookup(&core->pd_table, core->ah[idx].pd);
+    if (pd_idx >= 0) {
+        core->pd[pd_idx].refs--;
+    }
+    qrdma_table_free(&core->ah_table, idx);
+    qrdma_uctx_ref(core, uctx, -1);
+    return QRDMA_STATUS_OK;
+}
+
+/* Multicast */
+
+static int qrdma_mcast_find(QrdmaCore *core, const uint8_t *gid)
+{
+    uint32_t i;
+
+    for (i = 0; i < core->mcast_table.max; i++) {
+        if (core->mcast_table.busy[i] &&
+            !memcmp(core->mcast[i].gid, gid, sizeof(core->mcast[i].gid))) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int qrdma_mcast_member(const QrdmaMcast *m, uint32_t qpn)
+{
+    uint32_t i;
+
+    for (i = 0; i < m->nqp; i++) {
+        if (m->qpn[i] == qpn) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static uint8_t qrdma_cmd_attach_mcast(QrdmaCore *core, uint32_t uctx,
+                                      const struct qrdma_cmd *cmd,
+                                      struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_mcast *c = &cmd->mcast;
+    uint32_t qpn = le32_to_cpu(c->qpn);
+    QrdmaMcast *m;
+    QrdmaQp *qp;
+    uint8_t st;
+    int qp_idx, idx;
+
+    st = qrdma_get_qp(core, uctx, qpn, &qp_idx);
+    if (st) {
+        return st;
+    }
+    qp = &core->qp[qp_idx];
+    if (qp->type != QRDMA_QPT_UD) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "qp 0x%" PRIx32 " is not UD", qpn);
+    }
+    if (c->gid[0] != 0xff) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "GID is not a multicast GID");
+    }
+    idx = qrdma_mcast_find(core, c->gid);
+    if (idx >= 0 && qrdma_mcast_member(&core->mcast[idx], qpn) >= 0) {
+        return QRDMA_STATUS_OK;
+    }
+    if (idx < 0) {
+        idx = qrdma_table_alloc(&core->mcast_table);
+        if (idx < 0) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                                  "all %" PRIu32 " multicast groups in use",
+                                  core->mcast_table.max);
+        }
+        memcpy(core->mcast[idx].gid, c->gid, sizeof(c->gid));
+        core->mcast[idx].nqp = 0;
+    }
+    m = &core->mcast[idx];
+    if (m->nqp >= core->limits.max_mcast_qp_attach) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "multicast group full (%" PRIu32 " QPs)",
+                              m->nqp);
+    }
+    m->qpn[m->nqp++] = qpn;
+    qp->mcast_attached++;
+    return QRDMA_STATUS_OK;
+}
+
+static uint8_t qrdma_cmd_detach_mcast(QrdmaCore *core, uint32_t uctx,
+                                      const struct qrdma_cmd *cmd,
+                                      struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_mcast *c = &cmd->mcast;
+    uint32_t qpn = le32_to_cpu(c->qpn);
+    QrdmaMcast *m;
+    uint8_t st;
+    int qp_idx, idx, member;
+
+    st = qrdma_get_qp(core, uctx, qpn, &qp_idx);
+    if (st) {
+        return st;
+    }
+    idx = qrdma_mcast_find(core, c->gid);
+    member = idx < 0 ? -1 : qrdma_mcast_member(&core->mcast[idx], qpn);
+    if (member < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "qp 0x%" PRIx32 " is not attached to the "
+                              "group", qpn);
+    }
+    m = &core->mcast[idx];
+    m->qpn[member] = m->qpn[--m->nqp];
+    core->qp[qp_idx].mcast_attached--;
+    if (!m->nqp) {
+        qrdma_table_free(&core->mcast_table, idx);
+    }
+    return QRDMA_STATUS_OK;
+}
+
+/* The command queue */
+
+typedef uint8_t QrdmaCmdFn(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl);
+
+typedef struct QrdmaCmdInfo {
+    const char *name;
+    QrdmaCmdFn *fn;
+    bool creates;                       /* makes a resource */
+} QrdmaCmdInfo;
+
+static const QrdmaCmdInfo qrdma_cmds[] = {
+    [QRDMA_CMD_QUERY_DEVICE] = { "QUERY_DEVICE", qrdma_cmd_query_device },
+    [QRDMA_CMD_QUERY_PORT] = { "QUERY_PORT", qrdma_cmd_query_port },
+    [QRDMA_CMD_QUERY_GID] = { "QUERY_GID", qrdma_cmd_query_gid },
+    [QRDMA_CMD_SET_GID] = { "SET_GID", qrdma_cmd_set_gid },
+    [QRDMA_CMD_DEL_GID] = { "DEL_GID", qrdma_cmd_del_gid },
+    [QRDMA_CMD_QUERY_STATS] = { "QUERY_STATS", qrdma_cmd_query_stats },
+    [QRDMA_CMD_CREATE_UCTX] = { "CREATE_UCTX", qrdma_cmd_create_uctx, true },
+    [QRDMA_CMD_DESTROY_UCTX] = { "DESTROY_UCTX", qrdma_cmd_destroy_uctx },
+    [QRDMA_CMD_ALLOC_PD] = { "ALLOC_PD", qrdma_cmd_alloc_pd, true },
+    [QRDMA_CMD_DEALLOC_PD] = { "DEALLOC_PD", qrdma_cmd_dealloc_pd },
+    [QRDMA_CMD_REG_MR] = { "REG_MR", qrdma_cmd_reg_mr, true },
+    [QRDMA_CMD_DEREG_MR] = { "DEREG_MR", qrdma_cmd_dereg_mr },
+    [QRDMA_CMD_ALLOC_MR] = { "ALLOC_MR", qrdma_cmd_alloc_mr, true },
+    [QRDMA_CMD_CREATE_CQ] = { "CREATE_CQ", qrdma_cmd_create_cq, true },
+    [QRDMA_CMD_DESTROY_CQ] = { "DESTROY_CQ", qrdma_cmd_destroy_cq },
+    [QRDMA_CMD_RESIZE_CQ] = { "RESIZE_CQ", qrdma_cmd_resize_cq },
+    [QRDMA_CMD_CREATE_QP] = { "CREATE_QP", qrdma_cmd_create_qp, true },
+    [QRDMA_CMD_MODIFY_QP] = { "MODIFY_QP", qrdma_cmd_modify_qp },
+    [QRDMA_CMD_QUERY_QP] = { "QUERY_QP", qrdma_cmd_query_qp },
+    [QRDMA_CMD_DESTROY_QP] = { "DESTROY_QP", qrdma_cmd_destroy_qp },
+    [QRDMA_CMD_CREATE_SRQ] = { "CREATE_SRQ", qrdma_cmd_create_srq, true },
+    [QRDMA_CMD_MODIFY_SRQ] = { "MODIFY_SRQ", qrdma_cmd_modify_srq },
+    [QRDMA_CMD_QUERY_SRQ] = { "QUERY_SRQ", qrdma_cmd_query_srq },
+    [QRDMA_CMD_DESTROY_SRQ] = { "DESTROY_SRQ", qrdma_cmd_destroy_srq },
+    [QRDMA_CMD_CREATE_AH] = { "CREATE_AH", qrdma_cmd_create_ah, true },
+    [QRDMA_CMD_DESTROY_AH] = { "DESTROY_AH", qrdma_cmd_destroy_ah },
+    [QRDMA_CMD_ATTACH_MCAST] = { "ATTACH_MCAST", qrdma_cmd_attach_mcast,
+                                 true },
+    [QRDMA_CMD_DETACH_MCAST] = { "DETACH_MCAST", qrdma_cmd_detach_mcast },
+};
+
+uint32_t qrdma_resources_in_use(QrdmaCore *core)
+{
+    return core->uctx_table.in_use + core->pd_table.in_use +
+           core->mr_table.in_use + core->cq_table.in_use +
+           core->qp_table.in_use + core->srq_table.in_use +
+           core->ah_table.in_use + core->mcast_table.in_use;
+}
+
+/*
+ * Live resources do not migrate yet: a blocker stands while any exists.  A
+ * command that would create the first one while a migration is already
+ * running fails instead, so nothing is ever lost silently.
+ */
+static bool qrdma_block_migration(QrdmaCore *core)
+{
+    Error *err = NULL;
+
+    if (core->migration_blocker) {
+        return true;
+    }
+    error_setg(&core->migration_blocker,
+               "qrdma: the device holds RDMA resources, which cannot "
+               "migrate; destroy them (unload the driver) first");
+    if (migrate_add_blocker(&core->migration_blocker, &err) < 0) {
+        error_free(err);
+        return false;
+    }
+    return true;
+}
+
+static void qrdma_unblock_migration(QrdmaCore *core)
+{
+    if (core->migration_blocker && !qrdma_resources_in_use(core)) {
+        migrate_del_blocker(&core->migration_blocker);
+    }
+}
+
+static uint8_t qrdma_cmd_exec(QrdmaCore *core, const struct qrdma_cmd *cmd,
+                              struct qrdma_cmpl *cmpl)
+{
+    uint32_t uctx = le32_to_cpu(cmd->hdr.uctx);
+    const QrdmaCmdInfo *info = NULL;
+
+    if (cmd->hdr.opcode < ARRAY_SIZE(qrdma_cmds) &&
+        qrdma_cmds[cmd->hdr.opcode].fn) {
+        info = &qrdma_cmds[cmd->hdr.opcode];
+    }
+    core->cmdq.cur_name = info ? info->name : "UNKNOWN";
+    trace_qrdma_cmd(core->cmdq.cur_name, le16_to_cpu(cmd->hdr.cmd_id), uctx);
+
+    if (!info) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_OPCODE,
+                              "unknown opcode 0x%02x", cmd->hdr.opcode);
+    }
+    if (cmd->hdr.flags) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "reserved header flags 0x%02x",
+                              cmd->hdr.flags);
+    }
+    if (uctx != QRDMA_UCTX_KERNEL &&
+        qrdma_table_lookup(&core->uctx_table, uctx) < 0) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_HANDLE,
+                              "no user context 0x%" PRIx32, uctx);
+    }
+    if (info->creates && !qrdma_block_migration(core)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
+                              "a migration is running");
+    }
+    return info->fn(core, uctx, cmd, cmpl);
+}
+
+void qrdma_cmdq_process(void *opaque)
+{
+    QrdmaCore *core = opaque;
+    QrdmaCmdq *q = &core->cmdq;
+    uint32_t mask = (1u << q->log2) - 1;
+    uint32_t budget = 1u << q->log2;
+    bool completed = false;
+
+    while (q->ci != q->pi && budget--) {
+        uint32_t slot = q->ci & mask;
+        uint64_t cmd_addr = q->base + (uint64_t)slot * sizeof(struct qrdma_cmd);
+        uint64_t cmpl_addr = q->cmpq_base +
+                             (uint64_t)slot * sizeof(struct qrdma_cmpl);
+        struct qrdma_cmd cmd;
+        struct qrdma_cmpl cmpl = { };
+        uint8_t phase = !((q->ci >> q->log2) & 1);
+
+        /* One copy out of guest memory; only the copy is looked at. */
+        if (!qrdma_dma_read(core, cmd_addr, &cmd, sizeof(cmd))) {
+            qrdma_guest_error(core, "command ring entry at 0x%" PRIx64
+                              " is not in RAM: device fatal", cmd_addr);
+            qrdma_fatal(core, QRDMA_CONFIG_ERR_DMA);
+            return;
+        }
+
+        cmpl.status = qrdma_cmd_exec(core, &cmd, &cmpl);
+        cmpl.cmd_id = cmd.hdr.cmd_id;
+        core->counters.cmds++;
+        if (cmpl.status) {
+            core->counters.cmd_errors++;
+        }
+        trace_qrdma_cmd_done(core->cmdq.cur_name, le16_to_cpu(cmpl.cmd_id),
+                             cmpl.status, le32_to_cpu(cmpl.handle));
+
+        /*
+         * The driver polls the phase bit: write the completion with the
+         * old phase first and the flags byte last, with a barrier between,
+         * so that it never sees the new phase on a half-written entry.
+         */
+        cmpl.flags = phase ? 0 : QRDMA_CMPL_F_PHASE;
+        if (!qrdma_dma_write(core, cmpl_addr, &cmpl, sizeof(cmpl))) {
+            qrdma_guest_error(core, "completion ring entry at 0x%" PRIx64
+                              " is not in RAM: device fatal", cmpl_addr);
+            qrdma_fatal(core, QRDMA_CONFIG_ERR_DMA);
+            return;
+        }
+        smp_wmb();
+        cmpl.flags = phase ? QRDMA_CMPL_F_PHASE : 0;
+        pci_dma_write(core->owner, cmpl_addr + offsetof(struct qrdma_cmpl, flags),
+                      &cmpl.flags, sizeof(cmpl.flags));
+        q->ci++;
+        completed = true;
+    }
+
+    qrdma_unblock_migration(core);
+    if (q->ci != q->pi) {
+        /* A full ring per run, so a busy guest cannot stall the loop. */
+        qemu_bh_schedule(q->bh);
+    }
+    if (completed) {
+        qrdma_notify(core, 0);
+    }
+}
+
+/* Resource tables */
+
+void qrdma_resources_init(QrdmaCore *core)
+{
+    const QrdmaLimits *l = &core->limits;
+    uint32_t i;
+
+    qrdma_table_init(&core->uctx_table, "uctx", l->max_uctx, 0);
+    qrdma_table_init(&core->pd_table, "pd", l->max_pd, 0);
+    qrdma_table_init(&core->mr_table, "mr", l->max_mr, 0);
+    qrdma_table_init(&core->cq_table, "cq", l->max_cq, 0);
+    qrdma_table_init(&core->srq_table, "srq", l->max_srq, 0);
+    /* Slot 0 is QP 1, the GSI QP; it is only ever created explicitly. */
+    qrdma_table_init(&core->qp_table, "qp", l->max_qp + 1, 1);
+    qrdma_table_init(&core->ah_table, "ah", l->max_ah, 0);
+    qrdma_table_init(&core->mcast_table, "mcast", l->max_mcast_grp, 0);
+    core->uctx = g_new0(QrdmaUctx, l->max_uctx);
+    core->pd = g_new0(QrdmaPd, l->max_pd);
+    core->mr = g_new0(QrdmaMr, l->max_mr);
+    core->cq = g_new0(QrdmaCq, l->max_cq);
+    core->srq = g_new0(QrdmaSrq, l->max_srq);
+    core->qp = g_new0(QrdmaQp, l->max_qp + 1);
+    core->ah = g_new0(QrdmaAh, l->max_ah);
+    core->mcast = g_new0(QrdmaMcast, l->max_mcast_grp);
+    for (i = 0; i < l->max_mcast_grp; i++) {
+        core->mcast[i].qpn = g_new0(uint32_t, l->max_mcast_qp_attach);
+    }
+}
+
+/* Free what every live resource holds, and mark all slots free. */
+void qrdma_resources_reset(QrdmaCore *core)
+{
+    QrdmaTable *tables[] = {
+        &core->uctx_table, &core->pd_table, &core->mr_table, &core->cq_table,
+        &core->srq_table, &core->qp_table, &core->ah_table,
+        &core->mcast_table,
+    };
+    uint32_t i;
+
+    if (!core->qp) {
+        return;
+    }
+    for (i = 0; i < core->mr_table.max; i++) {
+        qrdma_pages_free(&core->mr[i].pages);
+    }
+    for (i = 0; i < core->cq_table.max; i++) {
+        qrdma_pages_free(&core->cq[i].ring);
+    }
+    for (i = 0; i < core->srq_table.max; i++) {
+        qrdma_pages_free(&core->srq[i].ring);
+    }
+    for (i = 0; i < core->qp_table.max; i++) {
+        qrdma_pages_free(&core->qp[i].sq);
+        qrdma_pages_free(&core->qp[i].rq);
+    }
+    for (i = 0; i < ARRAY_SIZE(tables); i++) {
+        QrdmaTable *t = tables[i];
+        uint32_t j;
+
+        for (j = 0; j < t->max; j++) {
+            if (t->busy[j]) {
+                qrdma_table_free(t, j);
+            }
+        }
+        t->next = t->first;
+    }
+    memset(core->gid, 0, sizeof(core->gid));
+    qrdma_unblock_migration(core);
+}
+
+void qrdma_resources_free(QrdmaCore *core)
+{
+    uint32_t i;
+
+    qrdma_resources_reset(core);
+    for (i = 0; i < core->mcast_table.max; i++) {
+        g_free(core->mcast[i].qpn);
+    }
+    qrdma_table_destroy(&core->uctx_table);
+    qrdma_table_destroy(&core->pd_table);
+    qrdma_table_destroy(&core->mr_table);
+    qrdma_table_destroy(&core->cq_table);
+    qrdma_table_destroy(&core->srq_table);
+    qrdma_table_destroy(&core->qp_table);
+    qrdma_table_destroy(&core->ah_table);
+    qrdma_table_destroy(&core->mcast_table);
+    g_free(core->uctx);
+    g_free(core->pd);
+    g_free(core->mr);
+    g_free(core->cq);
+    g_free(core->srq);
+    g_free(core->qp);
+    g_free(core->ah);
+    g_free(core->mcast);
+    core->qp = NULL;
+}

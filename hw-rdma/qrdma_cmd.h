@@ -1,0 +1,66 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, helpers of the command handlers
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_QRDMA_CMD_H
+#define HW_RDMA_QRDMA_CMD_H
+
+#include "qrdma.h"
+
+int qrdma_table_lookup(const QrdmaTable *t, uint32_t handle);
+uint32_t qrdma_table_handle(const QrdmaTable *t, uint32_t idx);
+int qrdma_table_alloc(QrdmaTable *t);
+void qrdma_table_free(QrdmaTable *t, uint32_t idx);
+
+bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len,
+                  bool is_write);
+bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len);
+bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
+                     uint64_t len);
+uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
+                         uint32_t max, unsigned page_shift, QrdmaPages *out);
+void qrdma_pages_free(QrdmaPages *pages);
+uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size);
+/* Write a command's answer to the buffer the query command names. */
+uint8_t qrdma_reply(QrdmaCore *core, const struct qrdma_cmd_query *q,
+                    const void *resp, size_t len);
+
+/* Returns status, after a trace event and a guest error line. */
+uint8_t G_GNUC_PRINTF(3, 4) qrdma_cmd_fail(QrdmaCore *core, uint8_t status,
+                                           const char *fmt, ...);
+
+/*
+ * Look up a live handle owned by user context uctx: the slot in *idx and
+ * QRDMA_STATUS_OK, or a failure status (already reported).
+ */
+uint8_t qrdma_get_pd(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                     int *idx);
+uint8_t qrdma_get_cq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                     int *idx);
+uint8_t qrdma_get_srq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                      int *idx);
+uint8_t qrdma_get_ah(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                     int *idx);
+uint8_t qrdma_get_qp(QrdmaCore *core, uint32_t uctx, uint32_t qpn, int *idx);
+void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta);
+uint8_t qrdma_check_av(QrdmaCore *core, const struct qrdma_av *av);
+
+/* qrdma_qp.c */
+uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
+                            const struct qrdma_cmd *cmd,
+                            struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
+                            const struct qrdma_cmd *cmd,
+                            struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_query_qp(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_destroy_qp(QrdmaCore *core, uint32_t uctx,
+                             const struct qrdma_cmd *cmd,
+                             struct qrdma_cmpl *cmpl);
+
+#endif /* HW_RDMA_QRDMA_CMD_H */

@@ -1,0 +1,660 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, queue pairs
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qrdma.h"
+#include "qrdma_cmd.h"
+#include "trace.h"
+
+#define QP_ATTR(x) QRDMA_QP_ATTR_##x
+#define QRDMA_QP_ATTR_KNOWN (QP_ATTR(DEST_QPN) * 2 - 1)
+#define QRDMA_NUM_QPS 7
+#define QRDMA_NUM_QPT 5
+
+/*
+ * The QP state table of the InfiniBand specification (11.2.4.2, as Linux
+ * applies it in ib_modify_qp_is_ok()): which modify transitions exist,
+ * and for each QP type the attributes a transition requires and those it
+ * also allows.  Any other attribute makes the modify fail.
+ */
+typedef struct QrdmaQpTransition {
+    bool valid;
+    uint32_t req[QRDMA_NUM_QPT];
+    uint32_t opt[QRDMA_NUM_QPT];
+} QrdmaQpTransition;
+
+#define QPT_UD_GSI(ud, gsi) [QRDMA_QPT_UD] = (ud), [QRDMA_QPT_GSI] = (gsi)
+
+static const QrdmaQpTransition qrdma_qp_table[QRDMA_NUM_QPS][QRDMA_NUM_QPS] = {
+    [QRDMA_QPS_RESET] = {
+        [QRDMA_QPS_RESET] = { .valid = true },
+        [QRDMA_QPS_INIT] = {
+            .valid = true,
+            .req = {
+                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) | QP_ATTR(QKEY),
+                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
+                                 QP_ATTR(ACCESS_FLAGS),
+                [QRDMA_QPT_RC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
+                                 QP_ATTR(ACCESS_FLAGS),
+            },
+        },
+    },
+    [QRDMA_QPS_INIT] = {
+        [QRDMA_QPS_RESET] = { .valid = true },
+        [QRDMA_QPS_ERR] = { .valid = true },
+        [QRDMA_QPS_INIT] = {
+            .valid = true,
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) | QP_ATTR(QKEY),
+                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
+                                 QP_ATTR(ACCESS_FLAGS),
+                [QRDMA_QPT_RC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
+                                 QP_ATTR(ACCESS_FLAGS),
+            },
+        },
+        [QRDMA_QPS_RTR] = {
+            .valid = true,
+            .req = {
+                [QRDMA_QPT_UC] = QP_ATTR(AV) | QP_ATTR(PATH_MTU) |
+                                 QP_ATTR(DEST_QPN) | QP_ATTR(RQ_PSN),
+                [QRDMA_QPT_RC] = QP_ATTR(AV) | QP_ATTR(PATH_MTU) |
+                                 QP_ATTR(DEST_QPN) | QP_ATTR(RQ_PSN) |
+                                 QP_ATTR(MAX_DEST_RD_ATOMIC) |
+                                 QP_ATTR(MIN_RNR_TIMER),
+            },
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY),
+                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(ALT_PATH) | QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(PKEY_INDEX),
+                [QRDMA_QPT_RC] = QP_ATTR(ALT_PATH) | QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(PKEY_INDEX),
+            },
+        },
+    },
+    [QRDMA_QPS_RTR] = {
+        [QRDMA_QPS_RESET] = { .valid = true },
+        [QRDMA_QPS_ERR] = { .valid = true },
+        [QRDMA_QPS_RTS] = {
+            .valid = true,
+            .req = {
+                QPT_UD_GSI(QP_ATTR(SQ_PSN), QP_ATTR(SQ_PSN)),
+                [QRDMA_QPT_UC] = QP_ATTR(SQ_PSN),
+                [QRDMA_QPT_RC] = QP_ATTR(TIMEOUT) | QP_ATTR(RETRY_CNT) |
+                                 QP_ATTR(RNR_RETRY) | QP_ATTR(SQ_PSN) |
+                                 QP_ATTR(MAX_QP_RD_ATOMIC),
+            },
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
+                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
+                                 QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(PATH_MIG_STATE),
+                [QRDMA_QPT_RC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
+                                 QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(MIN_RNR_TIMER) |
+                                 QP_ATTR(PATH_MIG_STATE),
+            },
+        },
+    },
+    [QRDMA_QPS_RTS] = {
+        [QRDMA_QPS_RESET] = { .valid = true },
+        [QRDMA_QPS_ERR] = { .valid = true },
+        [QRDMA_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
+                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(ALT_PATH) | QP_ATTR(PATH_MIG_STATE),
+                [QRDMA_QPT_RC] = QP_ATTR(CUR_STATE) | QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(ALT_PATH) | QP_ATTR(PATH_MIG_STATE) |
+                                 QP_ATTR(MIN_RNR_TIMER),
+            },
+        },
+        [QRDMA_QPS_SQD] = {
+            .valid = true,
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(EN_SQD_ASYNC_NOTIFY),
+                           QP_ATTR(EN_SQD_ASYNC_NOTIFY)),
+                [QRDMA_QPT_UC] = QP_ATTR(EN_SQD_ASYNC_NOTIFY),
+                [QRDMA_QPT_RC] = QP_ATTR(EN_SQD_ASYNC_NOTIFY),
+            },
+        },
+    },
+    [QRDMA_QPS_SQD] = {
+        [QRDMA_QPS_RESET] = { .valid = true },
+        [QRDMA_QPS_ERR] = { .valid = true },
+        [QRDMA_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
+                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
+                                 QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(PATH_MIG_STATE),
+                [QRDMA_QPT_RC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
+                                 QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(MIN_RNR_TIMER) |
+                                 QP_ATTR(PATH_MIG_STATE),
+            },
+        },
+        [QRDMA_QPS_SQD] = {
+            .valid = true,
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY),
+                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(AV) | QP_ATTR(ALT_PATH) |
+                                 QP_ATTR(ACCESS_FLAGS) | QP_ATTR(PKEY_INDEX) |
+                                 QP_ATTR(PATH_MIG_STATE),
+                [QRDMA_QPT_RC] = QP_ATTR(PORT) | QP_ATTR(AV) |
+                                 QP_ATTR(TIMEOUT) | QP_ATTR(RETRY_CNT) |
+                                 QP_ATTR(RNR_RETRY) |
+                                 QP_ATTR(MAX_QP_RD_ATOMIC) |
+                                 QP_ATTR(MAX_DEST_RD_ATOMIC) |
+                                 QP_ATTR(ALT_PATH) | QP_ATTR(ACCESS_FLAGS) |
+                                 QP_ATTR(PKEY_INDEX) |
+                                 QP_ATTR(MIN_RNR_TIMER) |
+                                 QP_ATTR(PATH_MIG_STATE),
+            },
+        },
+    },
+    [QRDMA_QPS_SQE] = {
+        [QRDMA_QPS_RESET] = { .valid = true },
+        [QRDMA_QPS_ERR] = { .valid = true },
+        [QRDMA_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
+                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
+                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ACCESS_FLAGS),
+            },
+        },
+    },
+    [QRDMA_QPS_ERR] = {
+        [QRDMA_QPS_RESET] = { .valid = true },
+        [QRDMA_QPS_ERR] = { .valid = true },
+    },
+};
+
+static const char *const qrdma_qps_names[QRDMA_NUM_QPS] = {
+    "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
+};
+
+static void qrdma_qp_put_refs(QrdmaCore *core, QrdmaQp *qp)
+{
+    int idx;
+
+    idx = qrdma_table_lookup(&core->pd_table, qp->pd);
+    if (idx >= 0) {
+        core->pd[idx].refs--;
+    }
+    idx = qrdma_table_lookup(&core->cq_table, qp->send_cq);
+    if (idx >= 0) {
+        core->cq[idx].refs--;
+    }
+    idx = qrdma_table_lookup(&core->cq_table, qp->recv_cq);
+    if (idx >= 0) {
+        core->cq[idx].refs--;
+    }
+    idx = qrdma_table_lookup(&core->srq_table, qp->srq);
+    if (idx >= 0) {
+        core->srq[idx].refs--;
+    }
+    qrdma_uctx_ref(core, qp->uctx, -1);
+}
+
+/* S2: the caps asked for fit the device and the rings the driver made. */
+static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
+                                   const struct qrdma_cmd_create_qp *c,
+                                   bool has_srq)
+{
+    uint32_t max_send_wr = le32_to_cpu(c->max_send_wr);
+    uint32_t max_recv_wr = le32_to_cpu(c->max_recv_wr);
+    uint32_t max_wr = core->limits.max_qp_wr;
+
+    if (max_send_wr > max_wr ||
+        le32_to_cpu(c->max_send_sge) > QRDMA_MAX_SEND_SGE ||
+        le32_to_cpu(c->max_inline_data) > QRDMA_MAX_INLINE) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "send queue caps over the device limits");
+    }
+    if (c->sq_log2 > 31 || (1u << c->sq_log2) < MAX(max_send_wr, 1) ||
+        (1u << c->sq_log2) > max_wr) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "send ring of 2^%u for %" PRIu32 " WRs",
+                              c->sq_log2, max_send_wr);
+    }
+    if (le32_to_cpu(c->sq_npages) !=
+        qrdma_ring_pages(c->sq_log2, QRDMA_SQ_WQE_SIZE)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "send ring of 2^%u on %" PRIu32 " pages",
+                              c->sq_log2, le32_to_cpu(c->sq_npages));
+    }
+
+    /* S4: with an SRQ the receive caps are ignored. */
+    if (has_srq) {
+        if (c->rq_log2 || c->rq_npages || c->rq_pages_addr) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                                  "a receive ring with an SRQ");
+        }
+        return QRDMA_STATUS_OK;
+    }
+    if (max_recv_wr > max_wr ||
+        le32_to_cpu(c->max_recv_sge) > QRDMA_MAX_RECV_SGE) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "receive queue caps over the device limits");
+    }
+    if (c->rq_log2 > 31 || (1u << c->rq_log2) < MAX(max_recv_wr, 1) ||
+        (1u << c->rq_log2) > max_wr) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "receive ring of 2^%u for %" PRIu32 " WRs",
+                              c->rq_log2, max_recv_wr);
+    }
+    if (le32_to_cpu(c->rq_npages) !=
+        qrdma_ring_pages(c->rq_log2, QRDMA_RQ_WQE_SIZE)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "receive ring of 2^%u on %" PRIu32 " pages",
+                              c->rq_log2, le32_to_cpu(c->rq_npages));
+    }
+    return QRDMA_STATUS_OK;
+}
+
+uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
+                            const struct qrdma_cmd *cmd,
+                            struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_create_qp *c = &cmd->create_qp;
+    struct qrdma_create_qp_resp *resp = (void *)cmpl->data;
+    uint32_t srq_handle = le32_to_cpu(c->srq);
+    bool has_srq = srq_handle != QRDMA_HANDLE_NONE;
+    QrdmaPages sq = { }, rq = { };
+    int pd_idx, scq_idx, rcq_idx, srq_idx = -1, idx;
+    QrdmaQp *qp;
+    uint8_t st;
+
+    switch (c->qp_type) {
+    case QRDMA_QPT_RC:
+    case QRDMA_QPT_UC:
+    case QRDMA_QPT_UD:
+    case QRDMA_QPT_GSI:
+        break;
+    default:
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
+                              "QP type %u", c->qp_type);
+    }
+    if (c->flags & ~QRDMA_QP_F_SQ_SIG_ALL) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "unknown flags 0x%x", c->flags);
+    }
+    /* S3: only RC and UD QPs take an SRQ. */
+    if (has_srq && c->qp_type != QRDMA_QPT_RC && c->qp_type != QRDMA_QPT_UD) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "QP type %u cannot use an SRQ", c->qp_type);
+    }
+    if (c->qp_type == QRDMA_QPT_GSI) {
+        if (uctx != QRDMA_UCTX_KERNEL) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
+                                  "only the kernel creates the GSI QP");
+        }
+        if (core->qp_table.busy[0]) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
+                                  "the GSI QP exists already");
+        }
+    }
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(c->pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    st = qrdma_get_cq(core, uctx, le32_to_cpu(c->send_cq), &scq_idx);
+    if (st) {
+        return st;
+    }
+    st = qrdma_get_cq(core, uctx, le32_to_cpu(c->recv_cq), &rcq_idx);
+    if (st) {
+        return st;
+    }
+    if (has_srq) {
+        st = qrdma_get_srq(core, uctx, srq_handle, &srq_idx);
+        if (st) {
+            return st;
+        }
+    }
+    st = qrdma_qp_check_caps(core, c, has_srq);
+    if (st) {
+        return st;
+    }
+
+    st = qrdma_pages_read(core, le64_to_cpu(c->sq_pages_addr),
+                          le32_to_cpu(c->sq_npages),
+                          le32_to_cpu(c->sq_npages), QRDMA_PAGE_SHIFT, &sq);
+    if (st) {
+        return st;
+    }
+    if (!has_srq) {
+        st = qrdma_pages_read(core, le64_to_cpu(c->rq_pages_addr),
+                              le32_to_cpu(c->rq_npages),
+                              le32_to_cpu(c->rq_npages), QRDMA_PAGE_SHIFT,
+                              &rq);
+        if (st) {
+            qrdma_pages_free(&sq);
+            return st;
+        }
+    }
+
+    if (c->qp_type == QRDMA_QPT_GSI) {
+        idx = 0;
+        core->qp_table.busy[0] = true;
+        core->qp_table.in_use++;
+    } else {
+        idx = qrdma_table_alloc(&core->qp_table);
+    }
+    if (idx < 0) {
+        qrdma_pages_free(&sq);
+        qrdma_pages_free(&rq);
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                              "all %" PRIu32 " QPs in use",
+                              core->qp_table.max - 1);
+    }
+
+    qp = &core->qp[idx];
+    memset(qp, 0, sizeof(*qp));
+    qp->qpn = qrdma_table_handle(&core->qp_table, idx);
+    qp->uctx = uctx;
+    qp->pd = core->pd[pd_idx].handle;
+    qp->type = c->qp_type;
+    qp->state = QRDMA_QPS_RESET;
+    qp->sq_sig_all = c->flags & QRDMA_QP_F_SQ_SIG_ALL;
+    qp->send_cq = core->cq[scq_idx].handle;
+    qp->recv_cq = core->cq[rcq_idx].handle;
+    qp->srq = has_srq ? core->srq[srq_idx].handle : QRDMA_HANDLE_NONE;
+    qp->sq_log2 = c->sq_log2;
+    qp->rq_log2 = has_srq ? 0 : c->rq_log2;
+    qp->sq = sq;
+    qp->rq = rq;
+    /* The real caps: the whole rings, and all a fixed-size WQE holds. */
+    qp->cap.max_send_wr = 1u << c->sq_log2;
+    qp->cap.max_send_sge = QRDMA_MAX_SEND_SGE;
+    qp->cap.max_inline_data = QRDMA_MAX_INLINE;
+    if (!has_srq) {
+        qp->cap.max_recv_wr = 1u << c->rq_log2;
+        qp->cap.max_recv_sge = QRDMA_MAX_RECV_SGE;
+    }
+    qp->attr.port_num = 1;
+
+    core->pd[pd_idx].refs++;
+    core->cq[scq_idx].refs++;
+    core->cq[rcq_idx].refs++;
+    if (has_srq) {
+        core->srq[srq_idx].refs++;
+    }
+    qrdma_uctx_ref(core, uctx, 1);
+
+    trace_qrdma_qp_create(qp->qpn, qp->type, qp->cap.max_send_wr,
+                          qp->cap.max_recv_wr);
+    cmpl->handle = cpu_to_le32(qp->qpn);
+    resp->max_send_wr = cpu_to_le32(qp->cap.max_send_wr);
+    resp->max_recv_wr = cpu_to_le32(qp->cap.max_recv_wr);
+    resp->max_send_sge = cpu_to_le32(qp->cap.max_send_sge);
+    resp->max_recv_sge = cpu_to_le32(qp->cap.max_recv_sge);
+    resp->max_inline_data = cpu_to_le32(qp->cap.max_inline_data);
+    return QRDMA_STATUS_OK;
+}
+
+/* The values of the attributes a modify sets, each checked. */
+static uint8_t qrdma_qp_check_values(QrdmaCore *core,
+                                     const struct qrdma_qp_attr *a,
+                                     uint32_t mask)
+{
+    const char *bad = NULL;
+
+    if ((mask & QP_ATTR(PKEY_INDEX)) && le16_to_cpu(a->pkey_index) != 0) {
+        bad = "P_Key index";
+    } else if ((mask & QP_ATTR(PORT)) && a->port_num != 1) {
+        bad = "port";
+    } else if ((mask & QP_ATTR(ACCESS_FLAGS)) &&
+               (le32_to_cpu(a->qp_access_flags) & ~QRDMA_ACCESS_VALID_MASK)) {
+        bad = "access flags";
+    } else if ((mask & QP_ATTR(PATH_MTU)) &&
+               (a->path_mtu < 1 || a->path_mtu > 5)) {
+        bad = "path MTU";
+    } else if ((mask & QP_ATTR(TIMEOUT)) && a->timeout > 31) {
+        bad = "timeout";
+    } else if ((mask & QP_ATTR(RETRY_CNT)) && a->retry_cnt > 7) {
+        bad = "retry count";
+    } else if ((mask & QP_ATTR(RNR_RETRY)) && a->rnr_retry > 7) {
+        bad = "RNR retry";
+    } else if ((mask & QP_ATTR(MIN_RNR_TIMER)) && a->min_rnr_timer > 31) {
+        bad = "minimum RNR timer";
+    } else if ((mask & QP_ATTR(RQ_PSN)) && le32_to_cpu(a->rq_psn) > 0xffffff) {
+        bad = "receive PSN";
+    } else if ((mask & QP_ATTR(SQ_PSN)) && le32_to_cpu(a->sq_psn) > 0xffffff) {
+        bad = "send PSN";
+    } else if ((mask & QP_ATTR(DEST_QPN)) &&
+               le32_to_cpu(a->dest_qp_num) > 0xffffff) {
+        bad = "destination QPN";
+    } else if ((mask & QP_ATTR(MAX_QP_RD_ATOMIC)) &&
+               a->max_rd_atomic > QRDMA_MAX_RD_ATOMIC) {
+        bad = "initiator RDMA READ/atomic depth";
+    } else if ((mask & QP_ATTR(MAX_DEST_RD_ATOMIC)) &&
+               a->max_dest_rd_atomic > QRDMA_MAX_RD_ATOMIC) {
+        bad = "responder RDMA READ/atomic depth";
+    } else if ((mask & QP_ATTR(PATH_MIG_STATE)) && a->path_mig_state != 0) {
+        bad = "path migration state (only MIGRATED without APM)";
+    } else if ((mask & QP_ATTR(EN_SQD_ASYNC_NOTIFY)) &&
+               a->en_sqd_async_notify > 1) {
+        bad = "SQD notification flag";
+    }
+    if (bad) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM, "bad %s", bad);
+    }
+    if (mask & QP_ATTR(ALT_PATH)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
+                              "no alternate paths (APM)");
+    }
+    if (mask & QP_ATTR(AV)) {
+        return qrdma_check_av(core, &a->av);
+    }
+    return QRDMA_STATUS_OK;
+}
+
+static void qrdma_qp_apply(QrdmaQp *qp, const struct qrdma_qp_attr *a,
+                           uint32_t mask)
+{
+    struct qrdma_qp_attr *s = &qp->attr;
+
+    if (mask & QP_ATTR(EN_SQD_ASYNC_NOTIFY)) {
+        s->en_sqd_async_notify = a->en_sqd_async_notify;
+    }
+    if (mask & QP_ATTR(ACCESS_FLAGS)) {
+        s->qp_access_flags = a->qp_access_flags;
+    }
+    if (mask & QP_ATTR(PKEY_INDEX)) {
+        s->pkey_index = a->pkey_index;
+    }
+    if (mask & QP_ATTR(PORT)) {
+        s->port_num = a->port_num;
+    }
+    if (mask & QP_ATTR(QKEY)) {
+        s->qkey = a->qkey;
+    }
+    if (mask & QP_ATTR(AV)) {
+        s->av = a->av;
+    }
+    if (mask & QP_ATTR(PATH_MTU)) {
+        s->path_mtu = a->path_mtu;
+    }
+    if (mask & QP_ATTR(TIMEOUT)) {
+        s->timeout = a->timeout;
+    }
+    if (mask & QP_ATTR(RETRY_CNT)) {
+        s->retry_cnt = a->retry_cnt;
+    }
+    if (mask & QP_ATTR(RNR_RETRY)) {
+        s->rnr_retry = a->rnr_retry;
+    }
+    if (mask & QP_ATTR(RQ_PSN)) {
+        s->rq_psn = a->rq_psn;
+    }
+    if (mask & QP_ATTR(MAX_QP_RD_ATOMIC)) {
+        s->max_rd_atomic = a->max_rd_atomic;
+    }
+    if (mask & QP_ATTR(MIN_RNR_TIMER)) {
+        s->min_rnr_timer = a->min_rnr_timer;
+    }
+    if (mask & QP_ATTR(SQ_PSN)) {
+        s->sq_psn = a->sq_psn;
+    }
+    if (mask & QP_ATTR(MAX_DEST_RD_ATOMIC)) {
+        s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+    }
+    if (mask & QP_ATTR(PATH_MIG_STATE)) {
+        s->path_mig_state = a->path_mig_state;
+    }
+    if (mask & QP_ATTR(DEST_QPN)) {
+        s->dest_qp_num = a->dest_qp_num;
+    }
+}
+
+uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
+                            const struct qrdma_cmd *cmd,
+                            struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_qp_attr *a = &cmd->modify_qp.attr;
+    uint32_t mask = le32_to_cpu(a->attr_mask);
+    const QrdmaQpTransition *t;
+    uint32_t allowed;
+    uint8_t cur, next, st;
+    QrdmaQp *qp;
+    int idx;
+
+    st = qrdma_get_qp(core, uctx, le32_to_cpu(cmd->modify_qp.qpn), &idx);
+    if (st) {
+        return st;
+    }
+    qp = &core->qp[idx];
+    cur = qp->state;
+
+    if (mask & ~QRDMA_QP_ATTR_KNOWN) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "unknown attributes 0x%" PRIx32, mask);
+    }
+    if ((mask & QP_ATTR(CAP))) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
+                              "QPs do not resize");
+    }
+    if ((mask & QP_ATTR(CUR_STATE)) && a->cur_qp_state != cur) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "current state given as %u, is %s",
+                              a->cur_qp_state, qrdma_qps_names[cur]);
+    }
+    next = mask & QP_ATTR(STATE) ? a->qp_state : cur;
+    if (next >= QRDMA_NUM_QPS) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "no QP state %u", next);
+    }
+
+    /* S40 */
+    t = &qrdma_qp_table[cur][next];
+    if (!t->valid) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_STATE,
+                              "qp 0x%" PRIx32 ": no transition %s -> %s",
+                              qp->qpn, qrdma_qps_names[cur],
+                              qrdma_qps_names[next]);
+    }
+    if ((mask & t->req[qp->type]) != t->req[qp->type]) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "qp 0x%" PRIx32 ": %s -> %s lacks required "
+                              "attributes 0x%" PRIx32, qp->qpn,
+                              qrdma_qps_names[cur], qrdma_qps_names[next],
+                              t->req[qp->type] & ~mask);
+    }
+    allowed = t->req[qp->type] | t->opt[qp->type] | QP_ATTR(STATE);
+    if (mask & ~allowed) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "qp 0x%" PRIx32 ": %s -> %s does not take "
+                              "attributes 0x%" PRIx32, qp->qpn,
+                              qrdma_qps_names[cur], qrdma_qps_names[next],
+                              mask & ~allowed);
+    }
+    st = qrdma_qp_check_values(core, a, mask);
+    if (st) {
+        return st;
+    }
+
+    /* Checked in full: now change the QP. */
+    if (next == QRDMA_QPS_RESET) {
+        memset(&qp->attr, 0, sizeof(qp->attr));
+        qp->attr.port_num = 1;
+    } else {
+        qrdma_qp_apply(qp, a, mask);
+    }
+    trace_qrdma_qp_modify(qp->qpn, qrdma_qps_names[cur],
+                          qrdma_qps_names[next], mask);
+    qp->state = next;
+    return QRDMA_STATUS_OK;
+}
+
+uint8_t qrdma_cmd_query_qp(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl)
+{
+    struct qrdma_query_qp_resp resp = { };
+    QrdmaQp *qp;
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_qp(core, uctx, le32_to_cpu(cmd->query.index), &idx);
+    if (st) {
+        return st;
+    }
+    qp = &core->qp[idx];
+    resp.attr = qp->attr;
+    resp.attr.attr_mask = 0;
+    resp.attr.qp_state = qp->state;
+    resp.attr.cur_qp_state = qp->state;
+    resp.cap.max_send_wr = cpu_to_le32(qp->cap.max_send_wr);
+    resp.cap.max_recv_wr = cpu_to_le32(qp->cap.max_recv_wr);
+    resp.cap.max_send_sge = cpu_to_le32(qp->cap.max_send_sge);
+    resp.cap.max_recv_sge = cpu_to_le32(qp->cap.max_recv_sge);
+    resp.cap.max_inline_data = cpu_to_le32(qp->cap.max_inline_data);
+    resp.qp_type = qp->type;
+    resp.sq_sig_all = qp->sq_sig_all;
+    return qrdma_reply(core, &cmd->query, &resp, sizeof(resp));
+}
+
+uint8_t qrdma_cmd_destroy_qp(QrdmaCore *core, uint32_t uctx,
+                             const struct qrdma_cmd *cmd,
+                             struct qrdma_cmpl *cmpl)
+{
+    uint32_t qpn = le32_to_cpu(cmd->destroy.handle);
+    QrdmaQp *qp;
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_qp(core, uctx, qpn, &idx);
+    if (st) {
+        return st;
+    }
+    qp = &core->qp[idx];
+    /* S13 */
+    if (qp->mcast_attached) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
+                              "qp 0x%" PRIx32 " is attached to %" PRIu32
+                              " multicast groups", qpn, qp->mcast_attached);
+    }
+    trace_qrdma_qp_destroy(qpn, qrdma_qps_names[qp->state]);
+    qrdma_qp_put_refs(core, qp);
+    qrdma_pages_free(&qp->sq);
+    qrdma_pages_free(&qp->rq);
+    qrdma_table_free(&core->qp_table, idx);
+    return QRDMA_STATUS_OK;
+}
