@@ -57,7 +57,10 @@
 #define QRDMA_REG_DEV_CTRL              0x010   /* RW 32 */
 #define QRDMA_REG_DEV_STATUS            0x014   /* RO 32 */
 #define QRDMA_REG_CONFIG_ERR            0x018   /* RO 32 */
-/* Command queue: writable only while DEV_CTRL.ENABLE is 0. */
+/*
+ * Command queue.  BASE, LOG2 and CMPQ_BASE are writable only while
+ * DEV_CTRL.ENABLE is 0; CMDQ_PI only while DEV_STATUS.READY is 1.
+ */
 #define QRDMA_REG_CMDQ_BASE             0x020   /* RW 64 */
 #define QRDMA_REG_CMDQ_LOG2             0x028   /* RW 32 */
 #define QRDMA_REG_CMDQ_PI               0x02c   /* RW 32, the doorbell */
@@ -77,11 +80,23 @@
 #define QRDMA_REG_ETH_RX_PI             0x134   /* RW 32, the doorbell */
 #define QRDMA_REG_ETH_RX_CI             0x138   /* RO 32 */
 #define QRDMA_REG_ETH_IRQ_VECTOR        0x13c   /* RW 32 */
+/*
+ * Event queues: one per MSI-X vector, a bank of registers each at
+ * QRDMA_REG_EQ(n).  EQ 0 takes the asynchronous events; a CQ sends its
+ * completion events to the EQ it was created with (0 included).
+ */
+#define QRDMA_REG_EQ(n)                 (0x200 + (n) * 0x20)
+#define QRDMA_REG_EQ_BASE               0x00    /* RW 64 */
+#define QRDMA_REG_EQ_LOG2               0x08    /* RW 32 */
+#define QRDMA_REG_EQ_CI                 0x0c    /* RW 32 */
+#define QRDMA_REG_EQ_CTRL               0x10    /* RW 32 */
+#define QRDMA_REG_EQ_PI                 0x14    /* RO 32 */
 
 /* QRDMA_REG_CAPS.  Bits not defined here read as zero; drivers ignore them. */
 #define QRDMA_CAPS_MSIX_VECTORS_MASK    0xffull /* MSI-X vectors provided */
 #define QRDMA_CAPS_CMDQ                 (1ull << 8)
 #define QRDMA_CAPS_ETH                  (1ull << 9)
+#define QRDMA_CAPS_DATA_PATH            (1ull << 10)
 
 /* QRDMA_REG_DEV_CTRL */
 #define QRDMA_DEV_CTRL_ENABLE           (1u << 0)
@@ -251,6 +266,12 @@ struct qrdma_cmd_cq {
     uint32_t eq;                        /* CREATE_CQ: completion vector */
     uint32_t ci;                        /* RESIZE_CQ */
     uint32_t rsvd;
+    /*
+     * CREATE_CQ: a 4-byte word in guest RAM where the consumer keeps its
+     * consumer index (free running), so the device sees a full ring
+     * without a register access per poll.  0: none (overruns undetected).
+     */
+    uint64_t ci_addr;
 };
 
 /* QP types: the IB verbs values. */
@@ -537,7 +558,7 @@ struct qrdma_gid_entry {
     uint8_t rsvd1[2];
 };
 
-/* The QUERY_STATS answer: counters since reset. */
+/* The QUERY_STATS answer: counters since the device was created. */
 struct qrdma_stats {
     uint64_t cmds;
     uint64_t cmd_errors;
@@ -555,6 +576,201 @@ struct qrdma_stats {
     uint32_t ah;
     uint32_t mcast;
 };
+
+/*
+ * Event queues.  A ring of 2^EQ_LOG2 16-byte entries at EQ_BASE, set while
+ * EQ_CTRL.ENABLE is 0.  The device writes entries with the phase bit set on
+ * even passes over the ring and clear on odd ones, advances EQ_PI and
+ * signals the EQ's MSI-X vector; the driver writes the entries it consumed
+ * to EQ_CI.  An event that finds the ring full is dropped and counted.
+ */
+#define QRDMA_EQ_LOG2_MIN               1
+#define QRDMA_EQ_LOG2_MAX               16
+#define QRDMA_EQ_CTRL_ENABLE            (1u << 0)
+
+/* Event types: the IB verbs async event values, and completion events. */
+enum qrdma_event_type {
+    QRDMA_EV_CQ_ERR                     = 0,
+    QRDMA_EV_QP_FATAL                   = 1,
+    QRDMA_EV_QP_REQ_ERR                 = 2,
+    QRDMA_EV_QP_ACCESS_ERR              = 3,
+    QRDMA_EV_COMM_EST                   = 4,
+    QRDMA_EV_SQ_DRAINED                 = 5,
+    QRDMA_EV_DEVICE_FATAL               = 8,
+    QRDMA_EV_PORT_ACTIVE                = 9,
+    QRDMA_EV_PORT_ERR                   = 10,
+    QRDMA_EV_SRQ_LIMIT_REACHED          = 15,
+    QRDMA_EV_QP_LAST_WQE_REACHED        = 16,
+    QRDMA_EV_COMPLETION                 = 0x80,
+};
+
+#define QRDMA_EQE_F_PHASE               (1u << 0)
+
+struct qrdma_eqe {
+    uint8_t type;                       /* enum qrdma_event_type */
+    uint8_t flags;                      /* QRDMA_EQE_F_* */
+    uint16_t rsvd0;
+    uint32_t handle;                    /* cqn, qpn, srqn, or port number */
+    uint64_t rsvd1;
+};
+
+/*
+ * Doorbells, in a context's page of BAR2, each one aligned 64-bit write of
+ * a handle (low 32 bits) and an index (high 32 bits).  SQ, RQ, SRQ: the
+ * producer index, free running, of the work queue.  A doorbell for a
+ * queue of another context, or one more than the ring size ahead of the
+ * device's consumer index, is a guest error and ignored.
+ */
+#define QRDMA_DB_SQ                     0x00
+#define QRDMA_DB_RQ                     0x08
+#define QRDMA_DB_SRQ                    0x10
+/*
+ * CQ_ARM: ask for one completion event on the next CQE (NEXT) or the next
+ * solicited or error CQE (SOLICITED).  The index half holds the flags.
+ */
+#define QRDMA_DB_CQ_ARM                 0x18
+#define QRDMA_DB_CQ_ARM_NEXT            (1u << 0)
+#define QRDMA_DB_CQ_ARM_SOLICITED       (1u << 1)
+#define QRDMA_DB_VAL(handle, index)     ((uint64_t)(index) << 32 | (handle))
+
+/* A scatter/gather entry; lkey QRDMA_LOCAL_DMA_LKEY only for the kernel. */
+struct qrdma_sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+/* Send opcodes: the IB values (ib_wr_opcode, ibv_wr_opcode). */
+enum qrdma_wr_opcode {
+    QRDMA_WR_RDMA_WRITE                 = 0,
+    QRDMA_WR_RDMA_WRITE_WITH_IMM        = 1,
+    QRDMA_WR_SEND                       = 2,
+    QRDMA_WR_SEND_WITH_IMM              = 3,
+    QRDMA_WR_RDMA_READ                  = 4,
+    QRDMA_WR_ATOMIC_CMP_AND_SWP         = 5,
+    QRDMA_WR_ATOMIC_FETCH_AND_ADD       = 6,
+    QRDMA_WR_LOCAL_INV                  = 7,
+    QRDMA_WR_SEND_WITH_INV              = 9,
+    QRDMA_WR_REG_MR                     = 0x20,
+};
+
+#define QRDMA_WQE_F_SIGNALED            (1u << 0)
+#define QRDMA_WQE_F_SOLICITED           (1u << 1)
+#define QRDMA_WQE_F_FENCE               (1u << 2)
+#define QRDMA_WQE_F_INLINE              (1u << 3)
+
+/*
+ * A send WQE: 64 bytes of header and operation, then QRDMA_MAX_SEND_SGE
+ * SGEs or, with QRDMA_WQE_F_INLINE, inline_len bytes of data.  imm_data is
+ * the immediate (as the consumer gave it, in network order) or, for
+ * SEND_WITH_INV and LOCAL_INV, the rkey to invalidate.
+ */
+struct qrdma_sq_wqe {
+    uint64_t wr_id;
+    uint8_t opcode;                     /* enum qrdma_wr_opcode */
+    uint8_t flags;                      /* QRDMA_WQE_F_* */
+    uint8_t num_sge;
+    uint8_t rsvd0;
+    uint32_t imm_data;
+    uint32_t inline_len;
+    uint32_t rsvd1;
+    union {
+        struct {
+            uint64_t remote_addr;
+            uint32_t rkey;
+            uint32_t rsvd;
+            uint64_t compare_add;       /* atomics */
+            uint64_t swap;              /* ATOMIC_CMP_AND_SWP */
+        } rdma;
+        struct {
+            uint32_t ah;
+            uint32_t remote_qpn;
+            uint32_t remote_qkey;
+            uint32_t rsvd;
+        } ud;
+        struct {
+            uint64_t iova;
+            uint64_t length;
+            uint64_t pages_addr;        /* 64-bit page addresses */
+            uint32_t key;               /* the MR's new lkey/rkey */
+            uint32_t access;            /* QRDMA_ACCESS_* */
+            uint32_t npages;
+            uint8_t page_shift;
+            uint8_t rsvd[3];
+        } reg_mr;
+        uint8_t raw[40];
+    };
+    union {
+        struct qrdma_sge sge[QRDMA_MAX_SEND_SGE];
+        uint8_t inline_data[QRDMA_MAX_INLINE];
+    };
+};
+
+struct qrdma_rq_wqe {
+    uint64_t wr_id;
+    uint32_t num_sge;
+    uint32_t rsvd;
+    struct qrdma_sge sge[QRDMA_MAX_RECV_SGE];
+};
+
+/* Completion opcodes and statuses: the IB values (ib_wc_*, ibv_wc_*). */
+enum qrdma_wc_opcode {
+    QRDMA_WC_SEND                       = 0,
+    QRDMA_WC_RDMA_WRITE                 = 1,
+    QRDMA_WC_RDMA_READ                  = 2,
+    QRDMA_WC_COMP_SWAP                  = 3,
+    QRDMA_WC_FETCH_ADD                  = 4,
+    QRDMA_WC_LOCAL_INV                  = 6,
+    QRDMA_WC_REG_MR                     = 8,
+    QRDMA_WC_RECV                       = 0x80,
+    QRDMA_WC_RECV_RDMA_WITH_IMM         = 0x81,
+};
+
+enum qrdma_wc_status {
+    QRDMA_WC_SUCCESS                    = 0,
+    QRDMA_WC_LOC_LEN_ERR                = 1,
+    QRDMA_WC_LOC_QP_OP_ERR              = 2,
+    QRDMA_WC_LOC_PROT_ERR               = 4,
+    QRDMA_WC_WR_FLUSH_ERR               = 5,
+    QRDMA_WC_BAD_RESP_ERR               = 7,
+    QRDMA_WC_LOC_ACCESS_ERR             = 8,
+    QRDMA_WC_REM_INV_REQ_ERR            = 9,
+    QRDMA_WC_REM_ACCESS_ERR             = 10,
+    QRDMA_WC_REM_OP_ERR                 = 11,
+    QRDMA_WC_RETRY_EXC_ERR              = 12,
+    QRDMA_WC_RNR_RETRY_EXC_ERR          = 13,
+    QRDMA_WC_FATAL_ERR                  = 19,
+    QRDMA_WC_GENERAL_ERR                = 21,
+};
+
+/* CQE flags: the ibv_wc_flags values, and the phase bit. */
+#define QRDMA_CQE_F_GRH                 (1u << 0)
+#define QRDMA_CQE_F_WITH_IMM            (1u << 1)
+#define QRDMA_CQE_F_WITH_INV            (1u << 3)
+#define QRDMA_CQE_F_PHASE               (1u << 7)
+
+/*
+ * A CQE.  The device writes CQE i of a ring of 2^log2 with the phase bit
+ * set on even passes and clear on odd ones, and writes the flags byte
+ * last.  qpn says which QP (and is_recv which of its queues) completed.
+ */
+struct qrdma_cqe {
+    uint64_t wr_id;
+    uint32_t byte_len;
+    uint32_t imm_data;                  /* immediate, or invalidated rkey */
+    uint32_t qpn;
+    uint32_t src_qp;                    /* UD: the sender's QPN */
+    uint8_t opcode;                     /* enum qrdma_wc_opcode */
+    uint8_t status;                     /* enum qrdma_wc_status */
+    uint8_t flags;                      /* QRDMA_CQE_F_* */
+    uint8_t is_recv;                    /* 1: from the receive side */
+    uint16_t pkey_index;
+    uint8_t sl;
+    uint8_t network_hdr_type;           /* 0 none, 1 IPv4, 2 IPv6 (GRH) */
+};
+
+/* The GRH at the start of a UD receive buffer. */
+#define QRDMA_GRH_SIZE                  40
 
 /*
  * Ethernet function: a TX and an RX ring of 16-byte descriptors, 2^LOG2

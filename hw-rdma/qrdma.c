@@ -159,7 +159,8 @@ static void qrdma_realize(PCIDevice *pci_dev, Error **errp)
         return;
     }
 
-    pci_dev->config[PCI_INTERRUPT_PIN] = 1;
+    /* MSI-X only: the driver needs a vector per event queue anyway. */
+    pci_dev->config[PCI_INTERRUPT_PIN] = 0;
 
     memory_region_init_io(&s->mmio, OBJECT(s), &qrdma_mmio_ops, s,
                           "qrdma-regs", QRDMA_REG_BAR_SIZE);
@@ -253,6 +254,9 @@ static const VMStateDescription qrdma_vmstate = {
         VMSTATE_UINT32(core.cmdq.ci, QrdmaState),
         VMSTATE_UINT64(core.cmdq.cmpq_base, QrdmaState),
         VMSTATE_STRUCT(core.eth, QrdmaState, 0, qrdma_vmstate_eth, QrdmaEth),
+        /* The GID table is the driver's, set with no resource behind it. */
+        VMSTATE_BUFFER_UNSAFE(core.gid, QrdmaState, 0,
+                              sizeof(((QrdmaCore *)0)->gid)),
         VMSTATE_END_OF_LIST()
     },
 };

@@ -1315,6 +1315,11 @@ void qrdma_cmdq_process(void *opaque)
     uint32_t budget = 1u << q->log2;
     bool completed = false;
 
+    /* Only a ready device runs commands (not a fatal one, say). */
+    if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
+        return;
+    }
+
     while (q->ci != q->pi && budget--) {
         uint32_t slot = q->ci & mask;
         uint64_t cmd_addr = q->base + (uint64_t)slot * sizeof(struct qrdma_cmd);
@@ -1329,7 +1334,7 @@ void qrdma_cmdq_process(void *opaque)
             qrdma_guest_error(core, "command ring entry at 0x%" PRIx64
                               " is not in RAM: device fatal", cmd_addr);
             qrdma_fatal(core, QRDMA_CONFIG_ERR_DMA);
-            return;
+            break;
         }
 
         cmpl.status = qrdma_cmd_exec(core, &cmd, &cmpl);
@@ -1351,7 +1356,7 @@ void qrdma_cmdq_process(void *opaque)
             qrdma_guest_error(core, "completion ring entry at 0x%" PRIx64
                               " is not in RAM: device fatal", cmpl_addr);
             qrdma_fatal(core, QRDMA_CONFIG_ERR_DMA);
-            return;
+            break;
         }
         smp_wmb();
         cmpl.flags = phase ? QRDMA_CMPL_F_PHASE : 0;
@@ -1362,6 +1367,9 @@ void qrdma_cmdq_process(void *opaque)
     }
 
     qrdma_unblock_migration(core);
+    if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
+        return;
+    }
     if (q->ci != q->pi) {
         /* A full ring per run, so a busy guest cannot stall the loop. */
         qemu_bh_schedule(q->bh);

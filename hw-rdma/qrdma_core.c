@@ -365,7 +365,7 @@ void qrdma_core_reset(QrdmaCore *core)
     core->cmdq.cmpq_base = 0;
     qrdma_resources_reset(core);
     qrdma_eth_reset(core);
-    memset(&core->counters, 0, sizeof(core->counters));
+    /* The counters are the host's: a guest reset does not clear them. */
 }
 
 void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp)
@@ -397,6 +397,7 @@ bool qrdma_core_post_load(QrdmaCore *core)
     bool enabled = core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE;
     bool ready = core->dev_status & QRDMA_DEV_STATUS_READY;
     bool fatal = core->dev_status & QRDMA_DEV_STATUS_FATAL;
+    unsigned i;
 
     if (core->dev_ctrl & ~QRDMA_DEV_CTRL_ENABLE) {
         trace_qrdma_err_post_load("DEV_CTRL holds bits that never persist");
@@ -421,7 +422,19 @@ bool qrdma_core_post_load(QrdmaCore *core)
     if (!qrdma_eth_post_load(core)) {
         return false;
     }
-    if (enabled && core->cmdq.pi != core->cmdq.ci) {
+    if (core->config_err > QRDMA_CONFIG_ERR_DMA) {
+        trace_qrdma_err_post_load("undefined CONFIG_ERR");
+        return false;
+    }
+    for (i = 0; i < QRDMA_GID_TABLE_LEN; i++) {
+        uint8_t type = core->gid[i].type;
+
+        if (type != 0 && type != QRDMA_GID_TYPE_ROCE_V2) {
+            trace_qrdma_err_post_load("GID entry of an undefined type");
+            return false;
+        }
+    }
+    if (ready && core->cmdq.pi != core->cmdq.ci) {
         qemu_bh_schedule(core->cmdq.bh);
     }
     return true;

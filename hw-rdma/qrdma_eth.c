@@ -23,6 +23,7 @@
 #include "net/net.h"
 #include "system/dma.h"
 #include "qrdma.h"
+#include "qrdma_cmd.h"
 #include "trace.h"
 
 QEMU_BUILD_BUG_ON(sizeof(struct qrdma_eth_desc) != 16);
@@ -350,8 +351,8 @@ static void qrdma_eth_desc_complete(QrdmaCore *core, const char *name,
     QEMU_BUILD_BUG_ON(QRDMA_ETH_DESC_FLAGS_OFFSET !=
                       QRDMA_ETH_DESC_LEN_OFFSET + sizeof(uint16_t));
 
-    if (pci_dma_write(core->owner, desc_addr + QRDMA_ETH_DESC_LEN_OFFSET,
-                      wb, sizeof(wb)) != MEMTX_OK) {
+    if (!qrdma_dma_write(core, desc_addr + QRDMA_ETH_DESC_LEN_OFFSET,
+                         wb, sizeof(wb))) {
         trace_qrdma_err_eth_desc_dma(name, idx, desc_addr);
         qrdma_guest_error(core, "ETH %s: cannot write back descriptor %"
                           PRIu32 " at 0x%" PRIx64, name, idx, desc_addr);
@@ -375,8 +376,7 @@ static bool qrdma_eth_tx_one(QrdmaCore *core)
     uint64_t addr;
     uint16_t len;
 
-    if (pci_dma_read(core->owner, desc_addr, &desc, sizeof(desc)) !=
-        MEMTX_OK) {
+    if (!qrdma_dma_read(core, desc_addr, &desc, sizeof(desc))) {
         trace_qrdma_err_eth_desc_dma("TX", idx, desc_addr);
         qrdma_guest_error(core, "ETH TX: cannot read descriptor %" PRIu32
                           " at 0x%" PRIx64 ", ring stalled", idx, desc_addr);
@@ -398,7 +398,7 @@ static bool qrdma_eth_tx_one(QrdmaCore *core)
         core->counters.eth_tx_dropped++;
         flags |= QRDMA_ETH_DESC_ERR;
     } else if (addr > UINT64_MAX - len + 1 ||
-               pci_dma_read(core->owner, addr, frame, len) != MEMTX_OK) {
+               !qrdma_dma_read(core, addr, frame, len)) {
         trace_qrdma_err_eth_buf_dma("TX", idx, addr, len);
         qrdma_guest_error(core, "ETH TX: descriptor %" PRIu32 ": cannot "
                           "read %" PRIu16 " bytes at 0x%" PRIx64,
@@ -493,8 +493,7 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
 
     idx = rx->ci;
     desc_addr = qrdma_eth_desc_addr(rx, idx);
-    if (pci_dma_read(core->owner, desc_addr, &desc, sizeof(desc)) !=
-        MEMTX_OK) {
+    if (!qrdma_dma_read(core, desc_addr, &desc, sizeof(desc))) {
         trace_qrdma_err_eth_desc_dma("RX", idx, desc_addr);
         qrdma_guest_error(core, "ETH RX: cannot read descriptor %" PRIu32
                           " at 0x%" PRIx64 ", frame dropped", idx, desc_addr);
@@ -515,7 +514,7 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
     }
 
     if (addr > UINT64_MAX - size + 1 ||
-        pci_dma_write(core->owner, addr, buf, size) != MEMTX_OK) {
+        !qrdma_dma_write(core, addr, buf, size)) {
         /*
          * The buffer is bad, not the frame: hand the buffer back with ERR
          * so that one bad descriptor does not stall the ring for good.

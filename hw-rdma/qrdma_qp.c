@@ -547,10 +547,6 @@ uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "unknown attributes 0x%" PRIx32, mask);
     }
-    if ((mask & QP_ATTR(CAP))) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
-                              "QPs do not resize");
-    }
     if ((mask & QP_ATTR(CUR_STATE)) && a->cur_qp_state != cur) {
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "current state given as %u, is %s",

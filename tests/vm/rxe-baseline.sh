@@ -97,7 +97,7 @@ t_link_add() {
 t_port_active() {
     local i
     for i in $(seq 50); do
-        ibv_devinfo -d "$DEV" | grep -q 'state:.*PORT_ACTIVE' && {
+        ibv_devinfo -d "$DEV" 2>/dev/null | grep -q 'state:.*PORT_ACTIVE' && {
             ibv_devinfo -d "$DEV"; return 0; }
         sleep 0.1
     done
@@ -109,6 +109,7 @@ t_port_active() {
 # its position depends on the link-local IPv6 and RoCE v1 entries.
 t_gid_index() {
     local ports=/sys/class/infiniband/$DEV/ports/1 f i gid type
+    [ -d "$ports/gids" ] || { echo "no $ports/gids"; return 1; }
     for f in "$ports"/gids/*; do
         i=${f##*/}
         gid=$(cat "$f")
