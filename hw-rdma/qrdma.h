@@ -12,6 +12,8 @@
 #include "hw/pci/pci_device.h"
 #include "net/net.h"
 #include "migration/vmstate.h"
+#include "qemu/queue.h"
+#include "qemu/timer.h"
 #include "hw/rdma/qrdma-hw.h"
 
 #define TYPE_QRDMA "qrdma"
@@ -71,6 +73,7 @@ typedef struct QrdmaMr {
     uint32_t access;
     bool dma;                           /* untranslated guest addresses */
     bool fast_reg;                      /* from ALLOC_MR */
+    bool valid;                         /* fast-reg MRs: registered */
     uint64_t iova;
     uint64_t length;
     uint8_t page_shift;
@@ -85,6 +88,11 @@ typedef struct QrdmaCq {
     uint32_t eq;
     uint32_t refs;                      /* send and receive sides of QPs */
     QrdmaPages ring;
+    uint32_t pi;                        /* CQEs written */
+    uint32_t ci_seen;                   /* consumer index last read */
+    uint64_t ci_addr;
+    uint8_t armed;                      /* QRDMA_DB_CQ_ARM_* */
+    bool overrun;
 } QrdmaCq;
 
 typedef struct QrdmaSrq {
@@ -97,6 +105,8 @@ typedef struct QrdmaSrq {
     uint32_t limit;
     uint32_t refs;                      /* QPs attached */
     QrdmaPages ring;
+    uint32_t pi;
+    uint32_t ci;
 } QrdmaSrq;
 
 typedef struct QrdmaQp {
@@ -116,6 +126,18 @@ typedef struct QrdmaQp {
     uint32_t mcast_attached;
     QrdmaPages sq;
     QrdmaPages rq;
+
+    /* data path */
+    uint32_t sq_pi;                     /* last doorbell value */
+    uint32_t sq_ci;                     /* WQEs done */
+    uint32_t rq_pi;
+    uint32_t rq_ci;
+    bool queued;                        /* on the device's work list */
+    bool comm_est;                      /* first message seen */
+    uint8_t rnr_left;                   /* RNR retries left for this WQE */
+    QEMUTimer *rnr_timer;
+    struct QrdmaCore *core;
+    QSIMPLEQ_ENTRY(QrdmaQp) next;
 } QrdmaQp;
 
 typedef struct QrdmaAh {
@@ -175,7 +197,17 @@ typedef struct QrdmaEth {
     QEMUBH *tx_bh;
 } QrdmaEth;
 
+typedef struct QrdmaEq {
+    uint64_t base;
+    uint32_t log2;
+    uint32_t pi;
+    uint32_t ci;
+    uint32_t ctrl;
+} QrdmaEq;
+
 typedef struct QrdmaCounters {
+    uint64_t wqes;
+    uint64_t events_dropped;
     uint64_t cmds;
     uint64_t cmd_errors;
     uint64_t guest_errors;
@@ -224,6 +256,11 @@ typedef struct QrdmaCore {
     struct qrdma_gid_entry gid[QRDMA_GID_TABLE_LEN];
     uint8_t mr_key;                     /* key byte of the next lkey */
 
+    QrdmaEq eq[QRDMA_MSIX_VECTORS_MAX];
+    QEMUBH *dp_bh;
+    QSIMPLEQ_HEAD(, QrdmaQp) work;      /* QPs with send work to do */
+    QLIST_ENTRY(QrdmaCore) fabric;      /* all qrdma devices of QEMU */
+
     QrdmaCounters counters;
     Error *migration_blocker;
 } QrdmaCore;
@@ -258,6 +295,24 @@ void qrdma_resources_init(QrdmaCore *core);
 void qrdma_resources_free(QrdmaCore *core);
 void qrdma_resources_reset(QrdmaCore *core);
 uint32_t qrdma_resources_in_use(QrdmaCore *core);
+
+/* qrdma_dp.c */
+void qrdma_dp_realize(QrdmaCore *core);
+void qrdma_dp_unrealize(QrdmaCore *core);
+void qrdma_dp_reset(QrdmaCore *core);
+void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
+                       unsigned size);
+bool qrdma_dp_eq_reg(QrdmaCore *core, hwaddr addr, unsigned size,
+                     unsigned *eq, hwaddr *reg, unsigned *width,
+                     bool *writable);
+uint64_t qrdma_dp_eq_read(QrdmaCore *core, unsigned eq, hwaddr reg);
+void qrdma_dp_eq_write(QrdmaCore *core, unsigned eq, hwaddr reg,
+                       uint64_t val);
+void qrdma_event(QrdmaCore *core, uint8_t type, uint32_t handle);
+void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from);
+void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_port_event(QrdmaCore *core, bool up);
 
 /* qrdma_eth.c */
 void qrdma_eth_realize(QrdmaCore *core, DeviceState *dev,

@@ -674,6 +674,7 @@ static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
                               core->mr_table.max);
     }
     mr = &core->mr[idx];
+    mr->valid = true;
     mr->access = access;
     mr->dma = dma;
     mr->iova = iova;
@@ -774,6 +775,7 @@ static uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
                                    struct qrdma_cmpl *cmpl)
 {
     uint32_t eq = le32_to_cpu(cmd->cq.eq);
+    uint64_t ci_addr = le64_to_cpu(cmd->cq.ci_addr);
     QrdmaPages ring = { };
     uint32_t log2;
     QrdmaCq *cq;
@@ -784,6 +786,12 @@ static uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "completion vector %" PRIu32 " of %u", eq,
                               core->msix_vectors);
+    }
+    if (ci_addr && (!QEMU_IS_ALIGNED(ci_addr, sizeof(uint32_t)) ||
+                    !qrdma_dma_ok(core, ci_addr, sizeof(uint32_t), false))) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_ADDR,
+                              "consumer index word at 0x%" PRIx64
+                              " is not aligned RAM", ci_addr);
     }
     st = qrdma_cq_ring(core, &cmd->cq, &log2, &ring);
     if (st) {
@@ -803,6 +811,11 @@ static uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
     cq->eq = eq;
     cq->refs = 0;
     cq->ring = ring;
+    cq->pi = 0;
+    cq->ci_seen = 0;
+    cq->ci_addr = ci_addr;
+    cq->armed = 0;
+    cq->overrun = false;
     qrdma_uctx_ref(core, uctx, 1);
     cmpl->handle = cpu_to_le32(cq->handle);
     cmpl->data[0] = cpu_to_le32(1u << log2);
@@ -814,7 +827,7 @@ static uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
                                    struct qrdma_cmpl *cmpl)
 {
     QrdmaPages ring = { };
-    uint32_t log2;
+    uint32_t log2, n, i;
     QrdmaCq *cq;
     uint8_t st;
     int idx;
@@ -828,9 +841,35 @@ static uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     cq = &core->cq[idx];
+    n = cq->pi - le32_to_cpu(cmd->cq.ci);
+    if (n > (1u << cq->log2) || n > (1u << log2)) {
+        qrdma_pages_free(&ring);
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "%" PRIu32 " CQEs outstanding do not fit",
+                              n);
+    }
+    /* The unpolled CQEs move to the start of the new ring, in order. */
+    for (i = 0; i < n; i++) {
+        uint32_t from = (le32_to_cpu(cmd->cq.ci) + i) & ((1u << cq->log2) - 1);
+        uint64_t off_old = (uint64_t)from * QRDMA_CQE_SIZE;
+        uint64_t off_new = (uint64_t)i * QRDMA_CQE_SIZE;
+        struct qrdma_cqe cqe;
+
+        if (!qrdma_dma_read(core, cq->ring.addr[off_old >> QRDMA_PAGE_SHIFT] +
+                            (off_old & (QRDMA_PAGE_SIZE - 1)),
+                            &cqe, sizeof(cqe))) {
+            break;
+        }
+        cqe.flags |= QRDMA_CQE_F_PHASE;
+        qrdma_dma_write(core, ring.addr[off_new >> QRDMA_PAGE_SHIFT] +
+                        (off_new & (QRDMA_PAGE_SIZE - 1)), &cqe, sizeof(cqe));
+    }
     qrdma_pages_free(&cq->ring);
     cq->ring = ring;
     cq->log2 = log2;
+    cq->pi = n;
+    cq->ci_seen = 0;
+    cq->overrun = false;
     cmpl->data[0] = cpu_to_le32(1u << log2);
     return QRDMA_STATUS_OK;
 }
@@ -921,6 +960,8 @@ static uint8_t qrdma_cmd_create_srq(QrdmaCore *core, uint32_t uctx,
     srq->limit = 0;
     srq->refs = 0;
     srq->ring = ring;
+    srq->pi = 0;
+    srq->ci = 0;
     core->pd[pd_idx].refs++;
     qrdma_uctx_ref(core, uctx, 1);
 

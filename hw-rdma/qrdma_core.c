@@ -82,6 +82,7 @@ void qrdma_fatal(QrdmaCore *core, uint32_t why)
     core->config_err = why;
     core->dev_status = QRDMA_DEV_STATUS_FATAL;
     qemu_bh_cancel(core->cmdq.bh);
+    qrdma_event(core, QRDMA_EV_DEVICE_FATAL, 0);
 }
 
 /*
@@ -91,34 +92,53 @@ void qrdma_fatal(QrdmaCore *core, uint32_t why)
  * that a bad access is seen, logged and counted here rather than dropped
  * silently before it reaches the device.
  */
-static const QrdmaRegInfo *qrdma_reg_find(hwaddr addr, unsigned size)
+static bool qrdma_reg_find(QrdmaCore *core, hwaddr addr, unsigned size,
+                           QrdmaRegInfo *out)
 {
+    unsigned eq;
+    hwaddr reg;
     size_t i;
 
     if ((size != 4 && size != 8) || !QEMU_IS_ALIGNED(addr, size)) {
-        return NULL;
+        return false;
     }
     for (i = 0; i < ARRAY_SIZE(qrdma_regs); i++) {
-        const QrdmaRegInfo *reg = &qrdma_regs[i];
-
-        if (addr >= reg->offset && addr + size <= reg->offset + reg->width &&
-            (size == 4 || size == reg->width)) {
-            return reg;
+        *out = qrdma_regs[i];
+        if (addr >= out->offset && addr + size <= out->offset + out->width &&
+            (size == 4 || size == out->width)) {
+            return true;
         }
     }
-    return NULL;
+    /* The event queue banks: only those of vectors that exist. */
+    if (qrdma_dp_eq_reg(core, addr, size, &eq, &reg, &out->width,
+                        &out->writable)) {
+        out->offset = QRDMA_REG_EQ(eq) + reg;
+        return addr + size <= out->offset + out->width &&
+               (size == 4 || size == out->width);
+    }
+    return false;
+}
+
+static bool qrdma_reg_is_eq(hwaddr offset)
+{
+    return offset >= QRDMA_REG_EQ(0) &&
+           offset < QRDMA_REG_EQ(QRDMA_MSIX_VECTORS_MAX);
 }
 
 static uint64_t qrdma_caps(QrdmaCore *core)
 {
     return (core->msix_vectors & QRDMA_CAPS_MSIX_VECTORS_MASK) |
-           QRDMA_CAPS_CMDQ | QRDMA_CAPS_ETH;
+           QRDMA_CAPS_CMDQ | QRDMA_CAPS_ETH | QRDMA_CAPS_DATA_PATH;
 }
 
 static uint64_t qrdma_reg_value(QrdmaCore *core, const QrdmaRegInfo *reg)
 {
     if (qrdma_reg_is_eth(reg->offset)) {
         return qrdma_eth_reg_read(core, reg->offset);
+    }
+    if (qrdma_reg_is_eq(reg->offset)) {
+        return qrdma_dp_eq_read(core, (reg->offset - QRDMA_REG_EQ(0)) / 0x20,
+                                (reg->offset - QRDMA_REG_EQ(0)) % 0x20);
     }
 
     switch (reg->offset) {
@@ -149,10 +169,11 @@ static uint64_t qrdma_reg_value(QrdmaCore *core, const QrdmaRegInfo *reg)
 
 uint64_t qrdma_core_mmio_read(QrdmaCore *core, hwaddr addr, unsigned size)
 {
-    const QrdmaRegInfo *reg = qrdma_reg_find(addr, size);
+    QrdmaRegInfo info;
+    const QrdmaRegInfo *reg = &info;
     uint64_t val;
 
-    if (!reg) {
+    if (!qrdma_reg_find(core, addr, size, &info)) {
         trace_qrdma_err_mmio_bad_access("read", addr, size);
         qrdma_guest_error(core, "invalid %u-byte read at 0x%" HWADDR_PRIx,
                           size, addr);
@@ -271,10 +292,11 @@ static void qrdma_write_cmdq_pi(QrdmaCore *core, uint32_t pi)
 void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                            unsigned size)
 {
-    const QrdmaRegInfo *reg = qrdma_reg_find(addr, size);
+    QrdmaRegInfo info;
+    const QrdmaRegInfo *reg = &info;
     uint64_t full;
 
-    if (!reg) {
+    if (!qrdma_reg_find(core, addr, size, &info)) {
         trace_qrdma_err_mmio_bad_access("write", addr, size);
         qrdma_guest_error(core, "invalid %u-byte write at 0x%" HWADDR_PRIx
                           " (val 0x%" PRIx64 "), ignored", size, addr, val);
@@ -297,6 +319,11 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
 
     if (qrdma_reg_is_eth(reg->offset)) {
         qrdma_eth_reg_write(core, reg->offset, full);
+        return;
+    }
+    if (qrdma_reg_is_eq(reg->offset)) {
+        qrdma_dp_eq_write(core, (reg->offset - QRDMA_REG_EQ(0)) / 0x20,
+                          (reg->offset - QRDMA_REG_EQ(0)) % 0x20, full);
         return;
     }
 
@@ -331,10 +358,7 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
     }
 }
 
-/*
- * BAR2, the doorbell pages.  This version of the interface defines no
- * doorbell register yet, so every access is refused.
- */
+/* BAR2, the doorbell pages: write-only. */
 uint64_t qrdma_core_db_read(QrdmaCore *core, hwaddr addr, unsigned size)
 {
     trace_qrdma_err_db_access("read", addr, size);
@@ -346,15 +370,14 @@ uint64_t qrdma_core_db_read(QrdmaCore *core, hwaddr addr, unsigned size)
 void qrdma_core_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                          unsigned size)
 {
-    trace_qrdma_err_db_access("write", addr, size);
-    qrdma_guest_error(core, "%u-byte write at 0x%" HWADDR_PRIx
-                      " of the doorbell BAR, ignored", size, addr);
+    qrdma_dp_db_write(core, addr, val, size);
 }
 
 void qrdma_core_reset(QrdmaCore *core)
 {
     trace_qrdma_core_reset(qrdma_resources_in_use(core));
     qemu_bh_cancel(core->cmdq.bh);
+    qrdma_dp_reset(core);
     core->dev_ctrl = 0;
     core->dev_status = 0;
     core->config_err = 0;
@@ -374,12 +397,15 @@ void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp)
     core->cmdq.bh = qemu_bh_new_guarded(qrdma_cmdq_process, core,
                                         &DEVICE(owner)->mem_reentrancy_guard);
     qrdma_resources_init(core);
+    qrdma_dp_realize(core);
 }
 
 void qrdma_core_unrealize(QrdmaCore *core)
 {
     qemu_bh_delete(core->cmdq.bh);
     core->cmdq.bh = NULL;
+    qrdma_dp_reset(core);
+    qrdma_dp_unrealize(core);
     qrdma_resources_free(core);
     if (core->migration_blocker) {
         migrate_del_blocker(&core->migration_blocker);

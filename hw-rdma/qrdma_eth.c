@@ -538,11 +538,16 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
 
 static void qrdma_eth_set_link_status(NetClientState *nc)
 {
+    QrdmaCore *core = qemu_get_nic_opaque(nc);
+
     /*
      * ETH_LINK reads the net client's state directly; the RDMA port
-     * follows it through qrdma_eth_link_up().
+     * follows it, and tells the driver with PORT_ACTIVE or PORT_ERR.
      */
     trace_qrdma_eth_link_status(!nc->link_down);
+    if (core->dev_status & QRDMA_DEV_STATUS_READY) {
+        qrdma_port_event(core, !nc->link_down);
+    }
 }
 
 static NetClientInfo qrdma_eth_info = {

@@ -398,6 +398,7 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
     }
     qrdma_uctx_ref(core, uctx, 1);
 
+    qrdma_dp_qp_created(core, qp);
     trace_qrdma_qp_create(qp->qpn, qp->type, qp->cap.max_send_wr,
                           qp->cap.max_recv_wr);
     cmpl->handle = cpu_to_le32(qp->qpn);
@@ -596,6 +597,7 @@ uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
     trace_qrdma_qp_modify(qp->qpn, qrdma_qps_names[cur],
                           qrdma_qps_names[next], mask);
     qp->state = next;
+    qrdma_dp_qp_modified(core, qp, cur);
     return QRDMA_STATUS_OK;
 }
 
@@ -648,6 +650,7 @@ uint8_t qrdma_cmd_destroy_qp(QrdmaCore *core, uint32_t uctx,
                               " multicast groups", qpn, qp->mcast_attached);
     }
     trace_qrdma_qp_destroy(qpn, qrdma_qps_names[qp->state]);
+    qrdma_dp_qp_destroyed(core, qp);
     qrdma_qp_put_refs(core, qp);
     qrdma_pages_free(&qp->sq);
     qrdma_pages_free(&qp->rq);

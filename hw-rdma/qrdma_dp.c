@@ -1,0 +1,1383 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, the verbs data path
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Doorbells only record indices; the work runs in a bottom half, one WQE
+ * at a time, each copied once out of guest memory before it is checked.
+ * The fabric is loopback: between QPs of one device and between the qrdma
+ * devices of one QEMU process, routed by destination GID and QPN, with the
+ * transport semantics of RC, UC and UD applied as if packets had flowed.
+ * Data moves with a single copy between mapped guest pages.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/atomic.h"
+#include "system/dma.h"
+#include "hw/pci/msix.h"
+#include "qrdma.h"
+#include "qrdma_cmd.h"
+#include "trace.h"
+
+static QLIST_HEAD(, QrdmaCore) qrdma_fabric =
+    QLIST_HEAD_INITIALIZER(qrdma_fabric);
+
+#define QRDMA_MAX_MSG (1u << 31)
+
+/* Event queues */
+
+bool qrdma_dp_eq_reg(QrdmaCore *core, hwaddr addr, unsigned size,
+                     unsigned *eq, hwaddr *reg, unsigned *width,
+                     bool *writable)
+{
+    hwaddr off;
+
+    if (addr < QRDMA_REG_EQ(0) ||
+        addr >= QRDMA_REG_EQ(core->msix_vectors)) {
+        return false;
+    }
+    *eq = (addr - QRDMA_REG_EQ(0)) / 0x20;
+    off = (addr - QRDMA_REG_EQ(0)) % 0x20;
+    switch (off & ~7) {
+    case QRDMA_REG_EQ_BASE:
+        *reg = QRDMA_REG_EQ_BASE;
+        *width = 8;
+        *writable = true;
+        return true;
+    case QRDMA_REG_EQ_LOG2:
+        *reg = off;
+        *width = 4;
+        *writable = true;
+        return true;
+    case QRDMA_REG_EQ_CTRL:
+        *reg = off;
+        *width = 4;
+        *writable = off == QRDMA_REG_EQ_CTRL;
+        return true;
+    }
+    return false;
+}
+
+uint64_t qrdma_dp_eq_read(QrdmaCore *core, unsigned n, hwaddr reg)
+{
+    QrdmaEq *eq = &core->eq[n];
+
+    switch (reg) {
+    case QRDMA_REG_EQ_BASE:
+        return eq->base;
+    case QRDMA_REG_EQ_LOG2:
+        return eq->log2;
+    case QRDMA_REG_EQ_CI:
+        return eq->ci;
+    case QRDMA_REG_EQ_CTRL:
+        return eq->ctrl;
+    case QRDMA_REG_EQ_PI:
+        return eq->pi;
+    }
+    return 0;
+}
+
+void qrdma_dp_eq_write(QrdmaCore *core, unsigned n, hwaddr reg, uint64_t val)
+{
+    QrdmaEq *eq = &core->eq[n];
+    bool enabled = eq->ctrl & QRDMA_EQ_CTRL_ENABLE;
+
+    switch (reg) {
+    case QRDMA_REG_EQ_CI:
+        if (!enabled || eq->pi - (uint32_t)val > (1u << eq->log2)) {
+            qrdma_guest_error(core, "EQ %u: consumer index 0x%" PRIx64
+                              " out of range, ignored", n, val);
+            return;
+        }
+        eq->ci = val;
+        return;
+    case QRDMA_REG_EQ_CTRL:
+        if (val & ~QRDMA_EQ_CTRL_ENABLE) {
+            qrdma_guest_error(core, "EQ %u: reserved control bits 0x%"
+                              PRIx64 ", ignored", n, val);
+            return;
+        }
+        if (!(val & QRDMA_EQ_CTRL_ENABLE)) {
+            eq->ctrl = 0;
+            eq->pi = eq->ci = 0;
+            return;
+        }
+        if (enabled) {
+            return;
+        }
+        if (!eq->base || !QEMU_IS_ALIGNED(eq->base, sizeof(struct qrdma_eqe)) ||
+            eq->log2 < QRDMA_EQ_LOG2_MIN || eq->log2 > QRDMA_EQ_LOG2_MAX) {
+            trace_qrdma_err_eq_config(n, eq->base, eq->log2);
+            qrdma_guest_error(core, "EQ %u: enable refused: base 0x%" PRIx64
+                              " log2 %" PRIu32, n, eq->base, eq->log2);
+            return;
+        }
+        eq->ctrl = QRDMA_EQ_CTRL_ENABLE;
+        eq->pi = eq->ci = 0;
+        return;
+    }
+
+    if (enabled) {
+        qrdma_guest_error(core, "EQ %u: register 0x%" HWADDR_PRIx
+                          " written while enabled, ignored", n, reg);
+        return;
+    }
+    if (reg == QRDMA_REG_EQ_BASE) {
+        eq->base = val;
+    } else {
+        eq->log2 = val;
+    }
+}
+
+static void qrdma_eq_post(QrdmaCore *core, unsigned n, uint8_t type,
+                          uint32_t handle)
+{
+    QrdmaEq *eq = &core->eq[n];
+    struct qrdma_eqe eqe = {
+        .type = type,
+        .handle = cpu_to_le32(handle),
+    };
+    uint64_t addr;
+    uint8_t phase;
+
+    if (!(eq->ctrl & QRDMA_EQ_CTRL_ENABLE) ||
+        eq->pi - eq->ci >= (1u << eq->log2)) {
+        trace_qrdma_event_dropped(n, type, handle);
+        core->counters.events_dropped++;
+        return;
+    }
+    addr = eq->base + (uint64_t)(eq->pi & ((1u << eq->log2) - 1)) *
+           sizeof(eqe);
+    phase = !((eq->pi >> eq->log2) & 1);
+    /* As for command completions: the phase goes in last. */
+    eqe.flags = phase ? 0 : QRDMA_EQE_F_PHASE;
+    if (!qrdma_dma_write(core, addr, &eqe, sizeof(eqe))) {
+        qrdma_guest_error(core, "EQ %u: entry at 0x%" PRIx64 " is not RAM",
+                          n, addr);
+        core->counters.events_dropped++;
+        return;
+    }
+    smp_wmb();
+    eqe.flags = phase ? QRDMA_EQE_F_PHASE : 0;
+    qrdma_dma_write(core, addr + offsetof(struct qrdma_eqe, flags),
+                    &eqe.flags, 1);
+    eq->pi++;
+    trace_qrdma_event(n, type, handle);
+    qrdma_notify(core, n);
+}
+
+void qrdma_event(QrdmaCore *core, uint8_t type, uint32_t handle)
+{
+    qrdma_eq_post(core, 0, type, handle);
+}
+
+void qrdma_port_event(QrdmaCore *core, bool up)
+{
+    qrdma_event(core, up ? QRDMA_EV_PORT_ACTIVE : QRDMA_EV_PORT_ERR, 1);
+}
+
+/* Completion queues */
+
+static QrdmaCq *qrdma_cq_of(QrdmaCore *core, uint32_t cqn)
+{
+    int idx = qrdma_table_lookup(&core->cq_table, cqn);
+
+    return idx < 0 ? NULL : &core->cq[idx];
+}
+
+static bool qrdma_cq_full(QrdmaCore *core, QrdmaCq *cq)
+{
+    uint32_t size = 1u << cq->log2;
+    uint32_t ci;
+
+    if (cq->pi - cq->ci_seen < size) {
+        return false;
+    }
+    /* Only now read the consumer index the consumer keeps in RAM. */
+    if (!cq->ci_addr ||
+        !qrdma_dma_read(core, cq->ci_addr, &ci, sizeof(ci))) {
+        return true;
+    }
+    ci = le32_to_cpu(ci);
+    if (cq->pi - ci <= size) {
+        cq->ci_seen = ci;
+    }
+    return cq->pi - cq->ci_seen >= size;
+}
+
+static void qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
+                          struct qrdma_cqe *cqe, bool solicited)
+{
+    QrdmaCq *cq = qrdma_cq_of(core, cqn);
+    uint64_t off, addr;
+    uint8_t phase;
+
+    if (!cq || cq->overrun) {
+        return;
+    }
+    if (qrdma_cq_full(core, cq)) {
+        trace_qrdma_cq_overrun(cqn);
+        cq->overrun = true;
+        qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
+        return;
+    }
+    off = (uint64_t)(cq->pi & ((1u << cq->log2) - 1)) * QRDMA_CQE_SIZE;
+    addr = cq->ring.addr[off >> QRDMA_PAGE_SHIFT] +
+           (off & (QRDMA_PAGE_SIZE - 1));
+    phase = !((cq->pi >> cq->log2) & 1);
+
+    cqe->flags &= ~QRDMA_CQE_F_PHASE;
+    cqe->flags |= phase ? 0 : QRDMA_CQE_F_PHASE;
+    qrdma_dma_write(core, addr, cqe, sizeof(*cqe));
+    /* The consumer polls the phase bit: it goes in last. */
+    smp_wmb();
+    cqe->flags ^= QRDMA_CQE_F_PHASE;
+    qrdma_dma_write(core, addr + offsetof(struct qrdma_cqe, flags),
+                    &cqe->flags, 1);
+    cq->pi++;
+
+    if ((cq->armed & QRDMA_DB_CQ_ARM_NEXT) ||
+        ((cq->armed & QRDMA_DB_CQ_ARM_SOLICITED) &&
+         (solicited || cqe->status != QRDMA_WC_SUCCESS))) {
+        cq->armed = 0;
+        qrdma_eq_post(core, cq->eq, QRDMA_EV_COMPLETION, cqn);
+    }
+}
+
+/* Memory regions and copies */
+
+typedef struct QrdmaSpan {
+    const QrdmaMr *mr;                  /* NULL: untranslated guest address */
+    uint64_t addr;
+    uint64_t len;
+} QrdmaSpan;
+
+typedef struct QrdmaIter {
+    QrdmaSpan span[QRDMA_MAX_SEND_SGE];
+    unsigned n;
+    unsigned i;
+    uint64_t done;                      /* within span[i] */
+    const uint8_t *host;                /* or: host data (inline) */
+    uint64_t host_len;
+} QrdmaIter;
+
+/*
+ * The MR a key names, if it lets [addr, addr + len) be accessed with the
+ * given rights by a QP of pd: NULL otherwise.  The local DMA lkey gives
+ * guest addresses as they are, to the kernel only.
+ */
+static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
+                           uint32_t uctx, uint64_t addr, uint64_t len,
+                           uint32_t access, const QrdmaMr **out)
+{
+    uint32_t slot = key >> 8;
+    const QrdmaMr *mr;
+
+    *out = NULL;
+    if (key == QRDMA_LOCAL_DMA_LKEY) {
+        return uctx == QRDMA_UCTX_KERNEL &&
+               !(access & (QRDMA_ACCESS_REMOTE_WRITE |
+                           QRDMA_ACCESS_REMOTE_READ |
+                           QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+               (!len || qrdma_dma_ok(core, addr, len,
+                                     access & QRDMA_ACCESS_LOCAL_WRITE));
+    }
+    if (!slot || slot > core->mr_table.max || !core->mr_table.busy[slot - 1]) {
+        return false;
+    }
+    mr = &core->mr[slot - 1];
+    if (mr->lkey != key || mr->pd != pd || !mr->valid ||
+        (mr->access & access) != access) {
+        return false;
+    }
+    if (addr < mr->iova || len > mr->length ||
+        addr - mr->iova > mr->length - len) {
+        return false;
+    }
+    if (mr->dma && len &&
+        !qrdma_dma_ok(core, addr, len, access & QRDMA_ACCESS_LOCAL_WRITE)) {
+        return false;
+    }
+    *out = mr;
+    return true;
+}
+
+/* The guest address of iova in mr, and the bytes contiguous from there. */
+static uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t *room)
+{
+    uint64_t psize = 1ull << mr->page_shift;
+    uint64_t off = iova - mr->iova + (mr->iova & (psize - 1));
+    uint64_t in_page = off & (psize - 1);
+
+    if (mr->dma) {
+        *room = UINT64_MAX - iova;
+        return iova;
+    }
+    *room = psize - in_page;
+    return mr->pages.addr[off >> mr->page_shift] + in_page;
+}
+
+static uint64_t qrdma_iter_total(const QrdmaIter *it)
+{
+    uint64_t total = it->host ? it->host_len : 0;
+    unsigned i;
+
+    for (i = 0; i < it->n; i++) {
+        total += it->span[i].len;
+    }
+    return total;
+}
+
+/* The next contiguous guest-physical piece, at most max bytes. */
+static bool qrdma_iter_next(QrdmaIter *it, uint64_t max, uint64_t *gpa,
+                            uint64_t *len)
+{
+    const QrdmaSpan *s;
+    uint64_t room;
+
+    while (it->i < it->n && it->done == it->span[it->i].len) {
+        it->i++;
+        it->done = 0;
+    }
+    if (it->i == it->n) {
+        return false;
+    }
+    s = &it->span[it->i];
+    if (s->mr) {
+        *gpa = qrdma_mr_gpa(s->mr, s->addr + it->done, &room);
+    } else {
+        *gpa = s->addr + it->done;
+        room = UINT64_MAX;
+    }
+    *len = MIN(MIN(room, s->len - it->done), max);
+    return true;
+}
+
+/*
+ * Copy len bytes from src to dst, mapping guest pages on both sides: one
+ * copy, no bounce buffer.  Every page was checked to be guest RAM when its
+ * MR was registered (or, for the DMA lkey, when the WQE was).
+ */
+static bool qrdma_copy(QrdmaCore *src_core, QrdmaIter *src,
+                       QrdmaCore *dst_core, QrdmaIter *dst, uint64_t len)
+{
+    AddressSpace *src_as = pci_get_address_space(src_core->owner);
+    AddressSpace *dst_as = pci_get_address_space(dst_core->owner);
+    uint64_t host_off = 0;
+
+    while (len) {
+        uint64_t dgpa, dlen, sgpa = 0, slen;
+        dma_addr_t dmap, smap;
+        void *d, *sp = NULL;
+        uint64_t n;
+
+        if (!qrdma_iter_next(dst, len, &dgpa, &dlen)) {
+            return false;
+        }
+        if (src->host) {
+            slen = MIN(dlen, src->host_len - host_off);
+        } else if (!qrdma_iter_next(src, dlen, &sgpa, &slen)) {
+            return false;
+        }
+        n = MIN(dlen, slen);
+        dmap = n;
+        d = dma_memory_map(dst_as, dgpa, &dmap, DMA_DIRECTION_FROM_DEVICE,
+                           MEMTXATTRS_UNSPECIFIED);
+        if (!d) {
+            return false;
+        }
+        n = MIN(n, dmap);
+        if (src->host) {
+            memcpy(d, src->host + host_off, n);
+            host_off += n;
+        } else {
+            smap = n;
+            sp = dma_memory_map(src_as, sgpa, &smap, DMA_DIRECTION_TO_DEVICE,
+                                MEMTXATTRS_UNSPECIFIED);
+            if (!sp) {
+                dma_memory_unmap(dst_as, d, dmap, DMA_DIRECTION_FROM_DEVICE,
+                                 0);
+                return false;
+            }
+            n = MIN(n, smap);
+            memmove(d, sp, n);
+            dma_memory_unmap(src_as, sp, smap, DMA_DIRECTION_TO_DEVICE, n);
+            src->done += n;
+        }
+        dma_memory_unmap(dst_as, d, dmap, DMA_DIRECTION_FROM_DEVICE, n);
+        dst->done += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* Build an iterator over SGEs, checking each against the QP's PD. */
+static bool qrdma_sges(QrdmaCore *core, const QrdmaQp *qp,
+                       const struct qrdma_sge *sge, unsigned num,
+                       uint32_t access, QrdmaIter *it)
+{
+    unsigned i;
+
+    memset(it, 0, sizeof(*it));
+    for (i = 0; i < num; i++) {
+        uint64_t addr = le64_to_cpu(sge[i].addr);
+        uint32_t len = le32_to_cpu(sge[i].length);
+
+        if (!len) {
+            continue;
+        }
+        if (!qrdma_mr_check(core, le32_to_cpu(sge[i].lkey), qp->pd, qp->uctx,
+                            addr, len, access, &it->span[it->n].mr)) {
+            return false;
+        }
+        it->span[it->n].addr = addr;
+        it->span[it->n].len = len;
+        it->n++;
+    }
+    return true;
+}
+
+/* Work queue entries */
+
+static uint64_t qrdma_wqe_addr(const QrdmaPages *ring, uint32_t idx,
+                               uint32_t log2, uint32_t size)
+{
+    uint64_t off = (uint64_t)(idx & ((1u << log2) - 1)) * size;
+
+    return ring->addr[off >> QRDMA_PAGE_SHIFT] + (off & (QRDMA_PAGE_SIZE - 1));
+}
+
+static uint8_t qrdma_wc_opcode(uint8_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case QRDMA_WR_RDMA_WRITE:
+    case QRDMA_WR_RDMA_WRITE_WITH_IMM:
+        return QRDMA_WC_RDMA_WRITE;
+    case QRDMA_WR_RDMA_READ:
+        return QRDMA_WC_RDMA_READ;
+    case QRDMA_WR_ATOMIC_CMP_AND_SWP:
+        return QRDMA_WC_COMP_SWAP;
+    case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        return QRDMA_WC_FETCH_ADD;
+    case QRDMA_WR_LOCAL_INV:
+        return QRDMA_WC_LOCAL_INV;
+    case QRDMA_WR_REG_MR:
+        return QRDMA_WC_REG_MR;
+    default:
+        return QRDMA_WC_SEND;
+    }
+}
+
+static void qrdma_send_cqe(QrdmaCore *core, QrdmaQp *qp, uint64_t wr_id,
+                           uint8_t opcode, uint8_t status, uint32_t len)
+{
+    struct qrdma_cqe cqe = {
+        .wr_id = wr_id,
+        .byte_len = cpu_to_le32(len),
+        .qpn = cpu_to_le32(qp->qpn),
+        .opcode = opcode,
+        .status = status,
+    };
+
+    qrdma_cq_push(core, qp->send_cq, &cqe, false);
+}
+
+static void qrdma_flush_sq(QrdmaCore *core, QrdmaQp *qp)
+{
+    while (qp->sq_ci != qp->sq_pi) {
+        struct qrdma_sq_wqe wqe;
+        uint64_t addr = qrdma_wqe_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
+                                       QRDMA_SQ_WQE_SIZE);
+
+        if (!qrdma_dma_read(core, addr, &wqe, offsetof(typeof(wqe), rsvd0))) {
+            wqe.wr_id = 0;
+            wqe.opcode = QRDMA_WR_SEND;
+        }
+        /* S30: flushed WRs always complete, signaled or not. */
+        qrdma_send_cqe(core, qp, wqe.wr_id, qrdma_wc_opcode(wqe.opcode),
+                       QRDMA_WC_WR_FLUSH_ERR, 0);
+        qp->sq_ci++;
+    }
+}
+
+static void qrdma_flush_rq(QrdmaCore *core, QrdmaQp *qp)
+{
+    while (qp->rq_ci != qp->rq_pi) {
+        uint64_t addr = qrdma_wqe_addr(&qp->rq, qp->rq_ci, qp->rq_log2,
+                                       QRDMA_RQ_WQE_SIZE);
+        struct qrdma_cqe cqe = {
+            .qpn = cpu_to_le32(qp->qpn),
+            .opcode = QRDMA_WC_RECV,
+            .status = QRDMA_WC_WR_FLUSH_ERR,
+            .is_recv = 1,
+        };
+
+        qrdma_dma_read(core, addr, &cqe.wr_id, sizeof(cqe.wr_id));
+        qrdma_cq_push(core, qp->recv_cq, &cqe, false);
+        qp->rq_ci++;
+    }
+}
+
+static void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only)
+{
+    uint8_t from = qp->state;
+
+    qp->state = sq_only ? QRDMA_QPS_SQE : QRDMA_QPS_ERR;
+    trace_qrdma_qp_error(qp->qpn, qp->state);
+    qrdma_dp_qp_modified(core, qp, from);
+}
+
+/* The QP (of any qrdma device) a destination GID and QPN name. */
+static QrdmaQp *qrdma_fabric_qp(const uint8_t *dgid, uint32_t qpn,
+                                QrdmaCore **dst_core)
+{
+    QrdmaCore *c;
+    int i, idx;
+
+    QLIST_FOREACH(c, &qrdma_fabric, fabric) {
+        for (i = 0; i < QRDMA_GID_TABLE_LEN; i++) {
+            if (c->gid[i].type && !memcmp(c->gid[i].gid, dgid, 16)) {
+                idx = qrdma_table_lookup(&c->qp_table, qpn);
+                if (idx < 0) {
+                    return NULL;
+                }
+                *dst_core = c;
+                return &c->qp[idx];
+            }
+        }
+    }
+    return NULL;
+}
+
+typedef enum {
+    QRDMA_RX_OK,
+    QRDMA_RX_DROP,                      /* silently: UC, UD */
+    QRDMA_RX_RNR,                       /* no receive WQE posted */
+    QRDMA_RX_LEN,                       /* message too long */
+    QRDMA_RX_PROT,                      /* bad receive WQE */
+    QRDMA_RX_ACCESS,                    /* bad rkey or rights */
+    QRDMA_RX_INV_REQ,                   /* request the responder refuses */
+} QrdmaRxResult;
+
+/* Take the next receive WQE of a QP (from its SRQ if it has one). */
+static bool qrdma_take_recv(QrdmaCore *core, QrdmaQp *qp,
+                            struct qrdma_rq_wqe *wqe)
+{
+    const QrdmaPages *ring;
+    uint32_t *ci, pi, log2;
+    QrdmaSrq *srq = NULL;
+    int idx;
+
+    if (qp->srq) {
+        idx = qrdma_table_lookup(&core->srq_table, qp->srq);
+        if (idx < 0) {
+            return false;
+        }
+        srq = &core->srq[idx];
+        ring = &srq->ring;
+        ci = &srq->ci;
+        pi = srq->pi;
+        log2 = srq->log2;
+    } else {
+        ring = &qp->rq;
+        ci = &qp->rq_ci;
+        pi = qp->rq_pi;
+        log2 = qp->rq_log2;
+    }
+    if (*ci == pi) {
+        return false;
+    }
+    if (!qrdma_dma_read(core, qrdma_wqe_addr(ring, *ci, log2,
+                                              QRDMA_RQ_WQE_SIZE),
+                        wqe, sizeof(*wqe))) {
+        memset(wqe, 0, sizeof(*wqe));
+        wqe->num_sge = cpu_to_le32(UINT32_MAX);
+    }
+    (*ci)++;
+    if (srq && srq->limit && pi - *ci < srq->limit) {
+        /* Armed once by MODIFY_SRQ; fires once. */
+        srq->limit = 0;
+        qrdma_event(core, QRDMA_EV_SRQ_LIMIT_REACHED, srq->handle);
+    }
+    return true;
+}
+
+static void qrdma_build_grh(QrdmaCore *core, const QrdmaQp *src,
+                            const uint8_t *dgid, uint32_t payload,
+                            uint8_t grh[QRDMA_GRH_SIZE], uint8_t *type)
+{
+    const uint8_t *sgid = core->gid[src->attr.av.sgid_index].gid;
+    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+    memset(grh, 0, QRDMA_GRH_SIZE);
+    if (!memcmp(sgid, v4_prefix, 12)) {
+        /* RoCEv2 over IPv4: the IPv4 header in the last 20 bytes. */
+        uint8_t *ip = grh + 20;
+
+        ip[0] = 0x45;
+        stw_be_p(ip + 2, 20 + 8 + 12 + payload + 4);
+        ip[8] = 64;
+        ip[9] = 17;
+        memcpy(ip + 12, sgid + 12, 4);
+        memcpy(ip + 16, dgid + 12, 4);
+        *type = 1;
+    } else {
+        stl_be_p(grh, 6u << 28);
+        stw_be_p(grh + 4, 8 + 12 + payload + 4);
+        grh[6] = 17;
+        grh[7] = 64;
+        memcpy(grh + 8, sgid, 16);
+        memcpy(grh + 24, dgid, 16);
+        *type = 2;
+    }
+}
+
+/*
+ * Deliver a message that consumes a receive WQE at dst: SEND (with
+ * immediate or invalidate) and RDMA WRITE with immediate.
+ */
+static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
+                                        const struct qrdma_sq_wqe *wqe,
+                                        QrdmaIter *src, uint32_t len,
+                                        QrdmaCore *dc, QrdmaQp *dst,
+                                        const uint8_t *dgid)
+{
+    struct qrdma_rq_wqe rwqe;
+    struct qrdma_cqe cqe = {
+        .qpn = cpu_to_le32(dst->qpn),
+        .opcode = QRDMA_WC_RECV,
+        .is_recv = 1,
+    };
+    uint8_t grh[QRDMA_GRH_SIZE];
+    uint32_t num, total = len;
+    QrdmaIter dit;
+    bool ud = dst->type == QRDMA_QPT_UD || dst->type == QRDMA_QPT_GSI;
+
+    if (!qrdma_take_recv(dc, dst, &rwqe)) {
+        return dst->type == QRDMA_QPT_RC ? QRDMA_RX_RNR : QRDMA_RX_DROP;
+    }
+    cqe.wr_id = rwqe.wr_id;
+    num = le32_to_cpu(rwqe.num_sge);
+    if (ud) {
+        total += QRDMA_GRH_SIZE;
+        cqe.src_qp = cpu_to_le32(qp->qpn);
+        cqe.flags |= QRDMA_CQE_F_GRH;
+    }
+    if (num > QRDMA_MAX_RECV_SGE ||
+        !qrdma_sges(dc, dst, rwqe.sge, num, QRDMA_ACCESS_LOCAL_WRITE, &dit)) {
+        cqe.status = QRDMA_WC_LOC_PROT_ERR;
+        qrdma_cq_push(dc, dst->recv_cq, &cqe, false);
+        qrdma_qp_to_err(dc, dst, false);
+        return QRDMA_RX_PROT;
+    }
+    if (qrdma_iter_total(&dit) < total) {
+        cqe.status = QRDMA_WC_LOC_LEN_ERR;
+        qrdma_cq_push(dc, dst->recv_cq, &cqe, false);
+        qrdma_qp_to_err(dc, dst, false);
+        return QRDMA_RX_LEN;
+    }
+    if (ud) {
+        QrdmaIter gi = { .host = grh, .host_len = sizeof(grh) };
+
+        qrdma_build_grh(core, qp, dgid, len, grh, &cqe.network_hdr_type);
+        qrdma_copy(core, &gi, dc, &dit, sizeof(grh));
+    }
+    if (wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM &&
+        !qrdma_copy(core, src, dc, &dit, len)) {
+        cqe.status = QRDMA_WC_LOC_PROT_ERR;
+        qrdma_cq_push(dc, dst->recv_cq, &cqe, false);
+        qrdma_qp_to_err(dc, dst, false);
+        return QRDMA_RX_PROT;
+    }
+
+    switch (wqe->opcode) {
+    case QRDMA_WR_SEND_WITH_IMM:
+        cqe.flags |= QRDMA_CQE_F_WITH_IMM;
+        cqe.imm_data = wqe->imm_data;
+        break;
+    case QRDMA_WR_RDMA_WRITE_WITH_IMM:
+        cqe.opcode = QRDMA_WC_RECV_RDMA_WITH_IMM;
+        cqe.flags |= QRDMA_CQE_F_WITH_IMM;
+        cqe.imm_data = wqe->imm_data;
+        total = len;
+        break;
+    case QRDMA_WR_SEND_WITH_INV: {
+        uint32_t rkey = le32_to_cpu(wqe->imm_data);
+        uint32_t slot = rkey >> 8;
+
+        if (slot && slot <= dc->mr_table.max && dc->mr_table.busy[slot - 1] &&
+            dc->mr[slot - 1].rkey == rkey &&
+            dc->mr[slot - 1].pd == dst->pd && dc->mr[slot - 1].fast_reg) {
+            dc->mr[slot - 1].valid = false;
+        }
+        cqe.flags |= QRDMA_CQE_F_WITH_INV;
+        cqe.imm_data = wqe->imm_data;
+        break;
+    }
+    }
+    cqe.byte_len = cpu_to_le32(total);
+    qrdma_cq_push(dc, dst->recv_cq, &cqe,
+                  wqe->flags & QRDMA_WQE_F_SOLICITED);
+    return QRDMA_RX_OK;
+}
+
+/* The responder side of RDMA WRITE, READ and atomics: the remote range. */
+static bool qrdma_remote_span(QrdmaCore *dc, QrdmaQp *dst,
+                              const struct qrdma_sq_wqe *wqe, uint64_t len,
+                              uint32_t access, QrdmaIter *it)
+{
+    uint64_t raddr = le64_to_cpu(wqe->rdma.remote_addr);
+    const QrdmaMr *mr;
+
+    memset(it, 0, sizeof(*it));
+    if (!(le32_to_cpu(dst->attr.qp_access_flags) & access) ||
+        !qrdma_mr_check(dc, le32_to_cpu(wqe->rdma.rkey), dst->pd,
+                        dst->uctx, raddr, len, access, &mr) ||
+        !mr) {
+        return false;
+    }
+    it->span[0].mr = mr;
+    it->span[0].addr = raddr;
+    it->span[0].len = len;
+    it->n = 1;
+    return true;
+}
+
+static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
+                                  const struct qrdma_sq_wqe *wqe,
+                                  QrdmaIter *local, QrdmaCore *dc,
+                                  QrdmaQp *dst)
+{
+    AddressSpace *as = pci_get_address_space(dc->owner);
+    uint64_t gpa, room, orig;
+    dma_addr_t plen = 8;
+    QrdmaIter rit;
+    uint64_t *p;
+    QrdmaIter oi = { .host = (uint8_t *)&orig, .host_len = 8 };
+
+    if (!QEMU_IS_ALIGNED(le64_to_cpu(wqe->rdma.remote_addr), 8)) {
+        return QRDMA_RX_INV_REQ;
+    }
+    if (!qrdma_remote_span(dc, dst, wqe, 8, QRDMA_ACCESS_REMOTE_ATOMIC,
+                           &rit)) {
+        return QRDMA_RX_ACCESS;
+    }
+    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, &room);
+    p = dma_memory_map(as, gpa, &plen, DMA_DIRECTION_FROM_DEVICE,
+                       MEMTXATTRS_UNSPECIFIED);
+    if (!p || plen < 8) {
+        if (p) {
+            dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 0);
+        }
+        return QRDMA_RX_ACCESS;
+    }
+    /* Atomic against the guest's own CPUs too, as a PCIe AtomicOp is. */
+    if (wqe->opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP) {
+        orig = qatomic_cmpxchg__nocheck(p,
+                                        cpu_to_le64(le64_to_cpu(
+                                            wqe->rdma.compare_add)),
+                                        wqe->rdma.swap);
+    } else {
+        uint64_t old, new;
+
+        do {
+            old = qatomic_read__nocheck(p);
+            new = cpu_to_le64(le64_to_cpu(old) +
+                              le64_to_cpu(wqe->rdma.compare_add));
+        } while (qatomic_cmpxchg__nocheck(p, old, new) != old);
+        orig = old;
+    }
+    dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+    return qrdma_copy(dc, &oi, core, local, 8) ? QRDMA_RX_OK : QRDMA_RX_PROT;
+}
+
+/* Work out the next send WQE of qp.  Returns false to stop the queue. */
+static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
+{
+    uint64_t addr = qrdma_wqe_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
+                                   QRDMA_SQ_WQE_SIZE);
+    struct qrdma_sq_wqe wqe;
+    uint8_t status = QRDMA_WC_SUCCESS;
+    uint32_t access, len = 0;
+    const uint8_t *dgid;
+    QrdmaQp *dst = NULL;
+    QrdmaCore *dc = NULL;
+    QrdmaRxResult rx = QRDMA_RX_OK;
+    QrdmaIter it;
+    bool signaled;
+    unsigned num;
+
+    /* One copy out of guest memory; only the copy is looked at. */
+    if (!qrdma_dma_read(core, addr, &wqe, sizeof(wqe))) {
+        qrdma_guest_error(core, "qp 0x%" PRIx32 ": send WQE at 0x%" PRIx64
+                          " unreadable", qp->qpn, addr);
+        qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
+        qrdma_qp_to_err(core, qp, false);
+        return false;
+    }
+    core->counters.wqes++;
+    trace_qrdma_wqe(qp->qpn, qp->sq_ci, wqe.opcode, wqe.flags);
+    signaled = qp->sq_sig_all || (wqe.flags & QRDMA_WQE_F_SIGNALED);
+    num = wqe.num_sge;
+
+    switch (wqe.opcode) {
+    case QRDMA_WR_SEND:
+    case QRDMA_WR_SEND_WITH_IMM:
+        break;
+    case QRDMA_WR_RDMA_WRITE:
+    case QRDMA_WR_RDMA_WRITE_WITH_IMM:
+    case QRDMA_WR_SEND_WITH_INV:
+        if (qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI ||
+            (wqe.opcode == QRDMA_WR_SEND_WITH_INV &&
+             qp->type != QRDMA_QPT_RC)) {
+            status = QRDMA_WC_LOC_QP_OP_ERR;
+        }
+        break;
+    case QRDMA_WR_RDMA_READ:
+    case QRDMA_WR_ATOMIC_CMP_AND_SWP:
+    case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        if (qp->type != QRDMA_QPT_RC) {
+            status = QRDMA_WC_LOC_QP_OP_ERR;
+        }
+        break;
+    case QRDMA_WR_LOCAL_INV:
+    case QRDMA_WR_REG_MR:
+        break;
+    default:
+        status = QRDMA_WC_LOC_QP_OP_ERR;
+    }
+    if (!status && (wqe.flags & QRDMA_WQE_F_INLINE) &&
+        le32_to_cpu(wqe.inline_len) > QRDMA_MAX_INLINE) {
+        status = QRDMA_WC_LOC_LEN_ERR;
+    } else if (!status && !(wqe.flags & QRDMA_WQE_F_INLINE) &&
+               num > QRDMA_MAX_SEND_SGE) {
+        status = QRDMA_WC_LOC_QP_OP_ERR;
+    }
+    if (status) {
+        qrdma_guest_error(core, "qp 0x%" PRIx32 ": bad send WQE (opcode %u,"
+                          " %u SGEs)", qp->qpn, wqe.opcode, num);
+        goto complete;
+    }
+
+    /* Local operations */
+    if (wqe.opcode == QRDMA_WR_LOCAL_INV || wqe.opcode == QRDMA_WR_REG_MR) {
+        uint32_t key = le32_to_cpu(wqe.opcode == QRDMA_WR_LOCAL_INV ?
+                                   wqe.imm_data : wqe.reg_mr.key);
+        uint32_t slot = key >> 8;
+        QrdmaMr *mr = NULL;
+
+        if (slot && slot <= core->mr_table.max &&
+            core->mr_table.busy[slot - 1] &&
+            (core->mr[slot - 1].lkey >> 8) == slot &&
+            core->mr[slot - 1].pd == qp->pd && core->mr[slot - 1].fast_reg) {
+            mr = &core->mr[slot - 1];
+        }
+        if (!mr || (wqe.opcode == QRDMA_WR_REG_MR &&
+                    qp->uctx != QRDMA_UCTX_KERNEL)) {
+            status = QRDMA_WC_LOC_PROT_ERR;
+        } else if (wqe.opcode == QRDMA_WR_LOCAL_INV) {
+            if (mr->lkey != key) {
+                status = QRDMA_WC_LOC_PROT_ERR;
+            } else {
+                mr->valid = false;
+            }
+        } else {
+            uint32_t npages = le32_to_cpu(wqe.reg_mr.npages);
+            uint64_t iova = le64_to_cpu(wqe.reg_mr.iova);
+            uint64_t length = le64_to_cpu(wqe.reg_mr.length);
+            unsigned shift = wqe.reg_mr.page_shift;
+            QrdmaPages pages = { };
+
+            if (npages > mr->max_pages || shift < QRDMA_PAGE_SHIFT ||
+                shift > 30 || !length || iova + length < iova ||
+                DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
+                             1ull << shift) != npages ||
+                qrdma_pages_read(core, le64_to_cpu(wqe.reg_mr.pages_addr),
+                                 npages, mr->max_pages, shift, &pages)) {
+                status = QRDMA_WC_LOC_PROT_ERR;
+            } else {
+                qrdma_pages_free(&mr->pages);
+                mr->pages = pages;
+                mr->iova = iova;
+                mr->length = length;
+                mr->page_shift = shift;
+                mr->access = le32_to_cpu(wqe.reg_mr.access) &
+                             QRDMA_ACCESS_VALID_MASK;
+                mr->lkey = mr->rkey = key;
+                mr->valid = true;
+            }
+        }
+        goto complete;
+    }
+
+    /* Gather the local side: the source, or for READ/atomics the sink. */
+    access = (wqe.opcode == QRDMA_WR_RDMA_READ ||
+              wqe.opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
+              wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
+             QRDMA_ACCESS_LOCAL_WRITE : 0;
+    if (wqe.flags & QRDMA_WQE_F_INLINE && !access) {
+        memset(&it, 0, sizeof(it));
+        it.host = wqe.inline_data;
+        it.host_len = le32_to_cpu(wqe.inline_len);
+    } else if (!qrdma_sges(core, qp, wqe.sge, num, access, &it)) {
+        status = QRDMA_WC_LOC_PROT_ERR;
+        goto complete;
+    }
+    if (qrdma_iter_total(&it) > QRDMA_MAX_MSG) {
+        status = QRDMA_WC_LOC_LEN_ERR;
+        goto complete;
+    }
+    len = qrdma_iter_total(&it);
+
+    /* Find the destination. */
+    if (qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI) {
+        int ah = qrdma_table_lookup(&core->ah_table,
+                                    le32_to_cpu(wqe.ud.ah));
+        uint32_t qkey = le32_to_cpu(wqe.ud.remote_qkey);
+
+        if (ah < 0 || core->ah[ah].uctx != qp->uctx ||
+            core->ah[ah].pd != qp->pd) {
+            status = QRDMA_WC_LOC_QP_OP_ERR;
+            goto complete;
+        }
+        if (len > 4096) {
+            status = QRDMA_WC_LOC_LEN_ERR;
+            goto complete;
+        }
+        dgid = core->ah[ah].av.dgid;
+        /* IB: a Q_Key with the high bit set means the QP's own. */
+        if (qkey & 0x80000000u) {
+            qkey = le32_to_cpu(qp->attr.qkey);
+        }
+        if (dgid[0] == 0xff) {
+            QrdmaCore *c;
+            uint32_t g, k;
+
+            QLIST_FOREACH(c, &qrdma_fabric, fabric) {
+                for (g = 0; g < c->mcast_table.max; g++) {
+                    QrdmaMcast *m = &c->mcast[g];
+
+                    if (!c->mcast_table.busy[g] || memcmp(m->gid, dgid, 16)) {
+                        continue;
+                    }
+                    for (k = 0; k < m->nqp; k++) {
+                        int q = qrdma_table_lookup(&c->qp_table, m->qpn[k]);
+                        QrdmaIter copy = it;
+
+                        if (q >= 0 && c->qp[q].state >= QRDMA_QPS_RTR &&
+                            c->qp[q].state <= QRDMA_QPS_SQE &&
+                            le32_to_cpu(c->qp[q].attr.qkey) == qkey) {
+                            qrdma_deliver_recv(core, qp, &wqe, &copy, len, c,
+                                               &c->qp[q], dgid);
+                        }
+                    }
+                }
+            }
+            goto complete;
+        }
+        dst = qrdma_fabric_qp(dgid, le32_to_cpu(wqe.ud.remote_qpn), &dc);
+        if (!dst || (dst->type != QRDMA_QPT_UD &&
+                     dst->type != QRDMA_QPT_GSI) ||
+            dst->state < QRDMA_QPS_RTR || dst->state > QRDMA_QPS_SQE ||
+            le32_to_cpu(dst->attr.qkey) != qkey) {
+            /* UD: silently dropped, as on a wire. */
+            goto complete;
+        }
+        qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, dgid);
+        goto complete;
+    }
+
+    dgid = qp->attr.av.dgid;
+    dst = qrdma_fabric_qp(dgid, le32_to_cpu(qp->attr.dest_qp_num), &dc);
+    if (!dst || dst->type != qp->type || dst->state < QRDMA_QPS_RTR ||
+        dst->state > QRDMA_QPS_SQE) {
+        if (qp->type == QRDMA_QPT_RC) {
+            /* No responder answers: the transport retries run out. */
+            status = QRDMA_WC_RETRY_EXC_ERR;
+        }
+        goto complete;
+    }
+    if (!dst->comm_est) {
+        dst->comm_est = true;
+        if (dst->state == QRDMA_QPS_RTR) {
+            qrdma_event(dc, QRDMA_EV_COMM_EST, dst->qpn);
+        }
+    }
+
+    switch (wqe.opcode) {
+    case QRDMA_WR_SEND:
+    case QRDMA_WR_SEND_WITH_IMM:
+    case QRDMA_WR_SEND_WITH_INV:
+        rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, dgid);
+        break;
+    case QRDMA_WR_RDMA_WRITE:
+    case QRDMA_WR_RDMA_WRITE_WITH_IMM: {
+        QrdmaIter rit;
+
+        if (!qrdma_remote_span(dc, dst, &wqe, len,
+                               QRDMA_ACCESS_REMOTE_WRITE, &rit) && len) {
+            rx = QRDMA_RX_ACCESS;
+            break;
+        }
+        if (wqe.opcode == QRDMA_WR_RDMA_WRITE_WITH_IMM) {
+            /* The receive WQE must be there before any data lands. */
+            if (dst->srq ? false : dst->rq_ci == dst->rq_pi) {
+                rx = dst->type == QRDMA_QPT_RC ? QRDMA_RX_RNR : QRDMA_RX_DROP;
+                break;
+            }
+        }
+        if (len && !qrdma_copy(core, &it, dc, &rit, len)) {
+            rx = QRDMA_RX_ACCESS;
+            break;
+        }
+        if (wqe.opcode == QRDMA_WR_RDMA_WRITE_WITH_IMM) {
+            rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, dgid);
+        }
+        break;
+    }
+    case QRDMA_WR_RDMA_READ: {
+        QrdmaIter rit;
+
+        if (!qrdma_remote_span(dc, dst, &wqe, len, QRDMA_ACCESS_REMOTE_READ,
+                               &rit) && len) {
+            rx = QRDMA_RX_ACCESS;
+        } else if (len && !qrdma_copy(dc, &rit, core, &it, len)) {
+            rx = QRDMA_RX_ACCESS;
+        }
+        break;
+    }
+    case QRDMA_WR_ATOMIC_CMP_AND_SWP:
+    case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        if (len < 8) {
+            status = QRDMA_WC_LOC_LEN_ERR;
+            goto complete;
+        }
+        it.n = 1;
+        it.span[0].len = 8;
+        rx = qrdma_atomic(core, qp, &wqe, &it, dc, dst);
+        len = 8;
+        break;
+    }
+
+    switch (rx) {
+    case QRDMA_RX_OK:
+    case QRDMA_RX_DROP:
+        break;
+    case QRDMA_RX_RNR:
+        /* S-rules aside, IB: retry after the responder's RNR timer. */
+        if (qp->rnr_left == 0) {
+            status = QRDMA_WC_RNR_RETRY_EXC_ERR;
+            break;
+        }
+        if (qp->rnr_left != 7) {
+            qp->rnr_left--;
+        }
+        trace_qrdma_rnr(qp->qpn, qp->rnr_left);
+        timer_mod(qp->rnr_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  (dst->attr.min_rnr_timer ? dst->attr.min_rnr_timer : 32) *
+                  10 * SCALE_US);
+        return false;
+    case QRDMA_RX_LEN:
+    case QRDMA_RX_INV_REQ:
+        status = QRDMA_WC_REM_INV_REQ_ERR;
+        if (rx == QRDMA_RX_INV_REQ) {
+            qrdma_event(dc, QRDMA_EV_QP_REQ_ERR, dst->qpn);
+            qrdma_qp_to_err(dc, dst, false);
+        }
+        break;
+    case QRDMA_RX_PROT:
+        status = QRDMA_WC_REM_OP_ERR;
+        break;
+    case QRDMA_RX_ACCESS:
+        status = QRDMA_WC_REM_ACCESS_ERR;
+        if (qp->type == QRDMA_QPT_UC) {
+            /* UC: the responder drops what it may not take. */
+            status = QRDMA_WC_SUCCESS;
+        } else {
+            qrdma_event(dc, QRDMA_EV_QP_ACCESS_ERR, dst->qpn);
+            qrdma_qp_to_err(dc, dst, false);
+        }
+        break;
+    }
+    if (qp->type == QRDMA_QPT_UC && status != QRDMA_WC_SUCCESS &&
+        rx != QRDMA_RX_OK) {
+        status = QRDMA_WC_SUCCESS;
+    }
+
+complete:
+    qp->rnr_left = qp->attr.rnr_retry;
+    if (signaled || status) {
+        qrdma_send_cqe(core, qp, wqe.wr_id, qrdma_wc_opcode(wqe.opcode),
+                       status, (wqe.opcode == QRDMA_WR_RDMA_READ ||
+                                wqe.opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
+                                wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
+                       len : 0);
+    }
+    qp->sq_ci++;
+    if (status) {
+        /* S31: RC errors take the QP to ERR, UC and UD only the SQ. */
+        qrdma_qp_to_err(core, qp, qp->type != QRDMA_QPT_RC);
+        return false;
+    }
+    return true;
+}
+
+static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp)
+{
+    uint32_t budget = 1u << qp->sq_log2;
+
+    while (qp->sq_ci != qp->sq_pi && budget--) {
+        if (qp->state == QRDMA_QPS_ERR || qp->state == QRDMA_QPS_SQE) {
+            qrdma_flush_sq(core, qp);
+            return;
+        }
+        if (qp->state != QRDMA_QPS_RTS || timer_pending(qp->rnr_timer)) {
+            return;
+        }
+        if (!qrdma_exec_send(core, qp)) {
+            return;
+        }
+    }
+    if (qp->sq_ci != qp->sq_pi && qp->state == QRDMA_QPS_RTS &&
+        !qp->queued) {
+        /* More than a ring's worth: come back later, others go first. */
+        qp->queued = true;
+        QSIMPLEQ_INSERT_TAIL(&core->work, qp, next);
+        qemu_bh_schedule(core->dp_bh);
+    }
+}
+
+static void qrdma_dp_run(void *opaque)
+{
+    QrdmaCore *core = opaque;
+    QrdmaQp *qp;
+
+    while ((qp = QSIMPLEQ_FIRST(&core->work))) {
+        QSIMPLEQ_REMOVE_HEAD(&core->work, next);
+        qp->queued = false;
+        qrdma_process_sq(core, qp);
+        if (qp->state == QRDMA_QPS_ERR) {
+            qrdma_flush_rq(core, qp);
+        }
+    }
+}
+
+static void qrdma_qp_kick(QrdmaCore *core, QrdmaQp *qp)
+{
+    if (!qp->queued) {
+        qp->queued = true;
+        QSIMPLEQ_INSERT_TAIL(&core->work, qp, next);
+    }
+    /* The WQEs run in the main loop, not in the doorbell write. */
+    qemu_bh_schedule(core->dp_bh);
+}
+
+static void qrdma_rnr_expired(void *opaque)
+{
+    QrdmaQp *qp = opaque;
+
+    qrdma_qp_kick(qp->core, qp);
+}
+
+/* Doorbells */
+
+void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
+                       unsigned size)
+{
+    uint32_t page = addr / QRDMA_DB_PAGE_SIZE;
+    hwaddr off = addr % QRDMA_DB_PAGE_SIZE;
+    uint32_t handle = val, index = val >> 32;
+    uint32_t uctx = QRDMA_UCTX_KERNEL;
+    const char *why = NULL;
+    int idx;
+
+    if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
+        why = "device not ready";
+    } else if (size != 8 || !QEMU_IS_ALIGNED(off, 8) ||
+               off > QRDMA_DB_CQ_ARM) {
+        why = "not a doorbell";
+    } else if (page) {
+        idx = page - 1;
+        if (idx >= core->uctx_table.max || !core->uctx_table.busy[idx]) {
+            why = "page of no user context";
+        } else {
+            uctx = qrdma_table_handle(&core->uctx_table, idx);
+        }
+    }
+    if (why) {
+        goto bad;
+    }
+
+    if (off == QRDMA_DB_SQ || off == QRDMA_DB_RQ) {
+        QrdmaQp *qp;
+        bool sq = off == QRDMA_DB_SQ;
+        uint32_t ci, log2;
+
+        idx = qrdma_table_lookup(&core->qp_table, handle);
+        if (idx < 0 || core->qp[idx].uctx != uctx) {
+            why = "no such QP in this context";
+            goto bad;
+        }
+        qp = &core->qp[idx];
+        if (!sq && qp->srq) {
+            why = "RQ doorbell of a QP on an SRQ";
+            goto bad;
+        }
+        ci = sq ? qp->sq_ci : qp->rq_ci;
+        log2 = sq ? qp->sq_log2 : qp->rq_log2;
+        if (index - ci > (1u << log2)) {
+            why = "producer index beyond the ring";
+            goto bad;
+        }
+        trace_qrdma_db(sq ? "SQ" : "RQ", handle, index);
+        if (sq) {
+            qp->sq_pi = index;
+        } else {
+            qp->rq_pi = index;
+        }
+        /* S35: WRs posted in ERR complete at once, flushed. */
+        if (sq || qp->state == QRDMA_QPS_ERR) {
+            qrdma_qp_kick(core, qp);
+        }
+        return;
+    }
+    if (off == QRDMA_DB_SRQ) {
+        QrdmaSrq *srq;
+
+        idx = qrdma_table_lookup(&core->srq_table, handle);
+        if (idx < 0 || core->srq[idx].uctx != uctx) {
+            why = "no such SRQ in this context";
+            goto bad;
+        }
+        srq = &core->srq[idx];
+        if (index - srq->ci > (1u << srq->log2)) {
+            why = "producer index beyond the ring";
+            goto bad;
+        }
+        srq->pi = index;
+        return;
+    }
+
+    idx = qrdma_table_lookup(&core->cq_table, handle);
+    if (idx < 0 || core->cq[idx].uctx != uctx) {
+        why = "no such CQ in this context";
+        goto bad;
+    }
+    if (index & ~(QRDMA_DB_CQ_ARM_NEXT | QRDMA_DB_CQ_ARM_SOLICITED)) {
+        why = "unknown arm flags";
+        goto bad;
+    }
+    core->cq[idx].armed |= index;
+    return;
+
+bad:
+    trace_qrdma_err_db(addr, val, why);
+    qrdma_guest_error(core, "doorbell 0x%" PRIx64 " at 0x%" HWADDR_PRIx
+                      ": %s, ignored", val, addr, why);
+}
+
+/* QP lifecycle hooks */
+
+void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp)
+{
+    qp->core = core;
+    qp->rnr_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_rnr_expired, qp);
+}
+
+static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
+{
+    if (qp->queued) {
+        QSIMPLEQ_REMOVE(&core->work, qp, QrdmaQp, next);
+        qp->queued = false;
+    }
+    if (qp->rnr_timer) {
+        timer_del(qp->rnr_timer);
+    }
+}
+
+void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
+{
+    switch (qp->state) {
+    case QRDMA_QPS_RESET:
+        /* S36: outstanding WRs are dropped, a flush stops. */
+        qrdma_qp_unqueue(core, qp);
+        qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
+        qp->comm_est = false;
+        break;
+    case QRDMA_QPS_ERR:
+        if (from == QRDMA_QPS_ERR) {
+            break;
+        }
+        /* S30: flush both queues in posting order. */
+        qrdma_qp_unqueue(core, qp);
+        qrdma_flush_sq(core, qp);
+        qrdma_flush_rq(core, qp);
+        /* S33: nothing taken from the SRQ is outstanding, so at once. */
+        if (qp->srq) {
+            qrdma_event(core, QRDMA_EV_QP_LAST_WQE_REACHED, qp->qpn);
+        }
+        break;
+    case QRDMA_QPS_SQE:
+        qrdma_qp_unqueue(core, qp);
+        qrdma_flush_sq(core, qp);
+        break;
+    case QRDMA_QPS_SQD:
+        if (from == QRDMA_QPS_RTS && qp->attr.en_sqd_async_notify) {
+            /* WQEs run to completion at once, so the SQ is drained. */
+            qrdma_event(core, QRDMA_EV_SQ_DRAINED, qp->qpn);
+        }
+        break;
+    case QRDMA_QPS_RTS:
+        qp->rnr_left = qp->attr.rnr_retry;
+        if (qp->sq_pi != qp->sq_ci) {
+            qrdma_qp_kick(core, qp);
+        }
+        break;
+    }
+}
+
+void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp)
+{
+    /* S11: nothing of it runs after this. */
+    qrdma_qp_unqueue(core, qp);
+    timer_free(qp->rnr_timer);
+    qp->rnr_timer = NULL;
+}
+
+/* Device */
+
+void qrdma_dp_realize(QrdmaCore *core)
+{
+    QSIMPLEQ_INIT(&core->work);
+    core->dp_bh = qemu_bh_new_guarded(qrdma_dp_run, core,
+                                      &DEVICE(core->owner)->mem_reentrancy_guard);
+    QLIST_INSERT_HEAD(&qrdma_fabric, core, fabric);
+}
+
+void qrdma_dp_unrealize(QrdmaCore *core)
+{
+    QLIST_REMOVE(core, fabric);
+    qemu_bh_delete(core->dp_bh);
+}
+
+void qrdma_dp_reset(QrdmaCore *core)
+{
+    uint32_t i;
+
+    qemu_bh_cancel(core->dp_bh);
+    QSIMPLEQ_INIT(&core->work);
+    for (i = 0; i < core->qp_table.max; i++) {
+        QrdmaQp *qp = &core->qp[i];
+
+        qp->queued = false;
+        if (qp->rnr_timer) {
+            timer_free(qp->rnr_timer);
+            qp->rnr_timer = NULL;
+        }
+    }
+    memset(core->eq, 0, sizeof(core->eq));
+}

@@ -1,0 +1,997 @@
+/*
+ * QTest testcase for the qrdma data path: work queues, the loopback
+ * fabric, completions, events and flushes.  Tests of a lifecycle rule are
+ * named by its id in the project's SEMANTICS.md.
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/module.h"
+#include "libqtest.h"
+#include "libqos/libqos-malloc.h"
+#include "qobject/qdict.h"
+#include "qrdma-qos.h"
+
+#define A(x) QRDMA_QP_ATTR_##x
+#define DATA_PAGES 16
+
+typedef struct Cq {
+    uint32_t cqn;
+    uint64_t ring;                      /* one page: 128 CQEs */
+    uint32_t log2;
+    uint32_t ci;
+    uint64_t ci_addr;
+} Cq;
+
+typedef struct Qp {
+    uint32_t qpn;
+    uint8_t type;
+    uint64_t sq;                        /* one page: 16 WQEs */
+    uint64_t rq;                        /* one page: 32 WQEs */
+    uint32_t sq_pi;
+    uint32_t rq_pi;
+} Qp;
+
+typedef struct Env {
+    QrdmaT t;
+    QPCIBar db;
+    uint32_t pd;
+    uint64_t data;                      /* DATA_PAGES of guest memory */
+    uint32_t lkey;                      /* all access rights on data */
+    Cq cq;
+    uint64_t eq0;
+    uint32_t eq0_ci;
+    uint64_t eq1;
+    uint32_t eq1_ci;
+} Env;
+
+static uint64_t page_list1(Env *e, uint64_t page)
+{
+    return qrdma_t_page_list(&e->t, &page, 1);
+}
+
+static void eq_enable(Env *e, unsigned n, uint64_t base)
+{
+    qrdma_t_writeq(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_BASE, base);
+    qrdma_t_writel(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_LOG2, 8);
+    qrdma_t_writel(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_CTRL,
+                   QRDMA_EQ_CTRL_ENABLE);
+    g_assert_cmpuint(qrdma_t_readl(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_CTRL),
+                     ==, QRDMA_EQ_CTRL_ENABLE);
+}
+
+static uint8_t create_cq(Env *e, Cq *cq, uint32_t log2, uint32_t eq)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_CQ };
+    struct qrdma_cmpl cmpl;
+    uint8_t st;
+
+    memset(cq, 0, sizeof(*cq));
+    cq->log2 = log2;
+    cq->ring = guest_alloc(e->t.alloc, 4096);
+    cq->ci_addr = guest_alloc(e->t.alloc, 4096);
+    qtest_memset(e->t.qts, cq->ring, 0, 4096);
+    qtest_writel(e->t.qts, cq->ci_addr, 0);
+    cmd.cq.pages_addr = cpu_to_le64(page_list1(e, cq->ring));
+    cmd.cq.npages = cpu_to_le32(1);
+    cmd.cq.log2_entries = cpu_to_le32(log2);
+    cmd.cq.eq = cpu_to_le32(eq);
+    cmd.cq.ci_addr = cpu_to_le64(cq->ci_addr);
+    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
+    cq->cqn = le32_to_cpu(cmpl.handle);
+    return st;
+}
+
+static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
+{
+    uint64_t pages[DATA_PAGES];
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    struct qrdma_cmpl cmpl;
+    int i;
+
+    memset(e, 0, sizeof(*e));
+    qrdma_t_init(&e->t, obj, alloc, 4);
+    e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
+    e->eq0 = guest_alloc(alloc, 4096);
+    e->eq1 = guest_alloc(alloc, 4096);
+    qtest_memset(e->t.qts, e->eq0, 0, 4096);
+    qtest_memset(e->t.qts, e->eq1, 0, 4096);
+    eq_enable(e, 0, e->eq0);
+    eq_enable(e, 1, e->eq1);
+    qrdma_t_set_gid(&e->t, 0);
+    e->pd = qrdma_t_alloc_pd(&e->t, 0);
+
+    e->data = guest_alloc(alloc, DATA_PAGES * 4096);
+    qtest_memset(e->t.qts, e->data, 0, DATA_PAGES * 4096);
+    for (i = 0; i < DATA_PAGES; i++) {
+        pages[i] = e->data + i * 4096;
+    }
+    cmd.reg_mr.pd = cpu_to_le32(e->pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_VALID_MASK & ~
+                                    QRDMA_ACCESS_MW_BIND);
+    cmd.reg_mr.iova = cpu_to_le64(e->data);
+    cmd.reg_mr.length = cpu_to_le64(DATA_PAGES * 4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages,
+                                                          DATA_PAGES));
+    cmd.reg_mr.npages = cpu_to_le32(DATA_PAGES);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    e->lkey = le32_to_cpu(cmpl.handle);
+
+    g_assert_cmpuint(create_cq(e, &e->cq, 7, 1), ==, QRDMA_STATUS_OK);
+}
+
+static uint32_t reg_mr(Env *e, uint32_t pd, uint64_t off, uint64_t len,
+                       uint32_t access)
+{
+    uint64_t pages[DATA_PAGES];
+    uint32_t n = DIV_ROUND_UP(len, 4096), i;
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    struct qrdma_cmpl cmpl;
+
+    for (i = 0; i < n; i++) {
+        pages[i] = e->data + off + i * 4096;
+    }
+    cmd.reg_mr.pd = cpu_to_le32(pd);
+    cmd.reg_mr.access = cpu_to_le32(access);
+    cmd.reg_mr.iova = cpu_to_le64(0x10000000);
+    cmd.reg_mr.length = cpu_to_le64(len);
+    cmd.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages, n));
+    cmd.reg_mr.npages = cpu_to_le32(n);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    return le32_to_cpu(cmpl.handle);
+}
+
+static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
+                      uint32_t dest, uint8_t rnr_retry)
+{
+    struct qrdma_qp_attr a = {
+        .attr_mask = cpu_to_le32(mask),
+        .qp_state = state,
+        .path_mtu = 3,
+        .qkey = cpu_to_le32(0x1234),
+        .dest_qp_num = cpu_to_le32(dest),
+        .qp_access_flags = cpu_to_le32(QRDMA_ACCESS_REMOTE_WRITE |
+                                       QRDMA_ACCESS_REMOTE_READ |
+                                       QRDMA_ACCESS_REMOTE_ATOMIC),
+        .max_rd_atomic = 4,
+        .max_dest_rd_atomic = 4,
+        .min_rnr_timer = 1,
+        .port_num = 1,
+        .timeout = 14,
+        .retry_cnt = 7,
+        .rnr_retry = rnr_retry,
+        .av.hop_limit = 64,
+        /* ::ffff:10.0.2.15, the GID qrdma_t_set_gid() sets */
+        .av.dgid = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 },
+    };
+
+    return qrdma_t_modify_qp(&e->t, 0, qp->qpn, &a);
+}
+
+static void to_rtr(Env *e, Qp *qp, uint32_t dest)
+{
+    uint32_t init = qp->type == QRDMA_QPT_UD ?
+        A(STATE) | A(PKEY_INDEX) | A(PORT) | A(QKEY) :
+        A(STATE) | A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS);
+    uint32_t rtr = A(STATE);
+
+    if (qp->type == QRDMA_QPT_RC) {
+        rtr |= A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
+               A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER);
+    } else if (qp->type == QRDMA_QPT_UC) {
+        rtr |= A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN);
+    }
+    g_assert_cmpuint(modify(e, qp, init, QRDMA_QPS_INIT, 0, 0), ==, 0);
+    g_assert_cmpuint(modify(e, qp, rtr, QRDMA_QPS_RTR, dest, 0), ==, 0);
+}
+
+static void to_rts(Env *e, Qp *qp, uint8_t rnr_retry)
+{
+    uint32_t rts = A(STATE) | A(SQ_PSN);
+
+    if (qp->type == QRDMA_QPT_RC) {
+        rts |= A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(MAX_QP_RD_ATOMIC);
+    }
+    g_assert_cmpuint(modify(e, qp, rts, QRDMA_QPS_RTS, 0, rnr_retry), ==, 0);
+}
+
+static uint8_t create_qp(Env *e, Qp *qp, uint8_t type, uint32_t srq,
+                         const Cq *scq, const Cq *rcq)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_QP };
+    struct qrdma_cmpl cmpl;
+    uint8_t st;
+
+    memset(qp, 0, sizeof(*qp));
+    qp->type = type;
+    qp->sq = guest_alloc(e->t.alloc, 4096);
+    qp->rq = guest_alloc(e->t.alloc, 4096);
+    cmd.create_qp.pd = cpu_to_le32(e->pd);
+    cmd.create_qp.send_cq = cpu_to_le32(scq->cqn);
+    cmd.create_qp.recv_cq = cpu_to_le32(rcq->cqn);
+    cmd.create_qp.srq = cpu_to_le32(srq);
+    cmd.create_qp.qp_type = type;
+    cmd.create_qp.sq_log2 = 4;
+    cmd.create_qp.max_send_wr = cpu_to_le32(16);
+    cmd.create_qp.sq_pages_addr = cpu_to_le64(page_list1(e, qp->sq));
+    cmd.create_qp.sq_npages = cpu_to_le32(1);
+    if (!srq) {
+        cmd.create_qp.rq_log2 = 5;
+        cmd.create_qp.max_recv_wr = cpu_to_le32(32);
+        cmd.create_qp.rq_pages_addr = cpu_to_le64(page_list1(e, qp->rq));
+        cmd.create_qp.rq_npages = cpu_to_le32(1);
+    }
+    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
+    qp->qpn = le32_to_cpu(cmpl.handle);
+    return st;
+}
+
+/* Two QPs of a type connected to each other, in RTS. */
+static void pair(Env *e, Qp *a, Qp *b, uint8_t type, uint8_t rnr_retry)
+{
+    g_assert_cmpuint(create_qp(e, a, type, 0, &e->cq, &e->cq), ==, 0);
+    g_assert_cmpuint(create_qp(e, b, type, 0, &e->cq, &e->cq), ==, 0);
+    to_rtr(e, a, b->qpn);
+    to_rtr(e, b, a->qpn);
+    to_rts(e, a, rnr_retry);
+    to_rts(e, b, rnr_retry);
+}
+
+static void ring_db(Env *e, uint64_t off, uint32_t handle, uint32_t index)
+{
+    qpci_io_writeq(&e->t.q->dev, e->db, off, QRDMA_DB_VAL(handle, index));
+}
+
+static void post_send(Env *e, Qp *qp, struct qrdma_sq_wqe *wqe)
+{
+    qtest_memwrite(e->t.qts, qp->sq + (qp->sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
+                   wqe, sizeof(*wqe));
+    qp->sq_pi++;
+    ring_db(e, QRDMA_DB_SQ, qp->qpn, qp->sq_pi);
+}
+
+static struct qrdma_sq_wqe wqe_sge(uint64_t wr_id, uint8_t opcode,
+                                   uint64_t addr, uint32_t len, uint32_t lkey)
+{
+    struct qrdma_sq_wqe w = {
+        .wr_id = wr_id,
+        .opcode = opcode,
+        .flags = QRDMA_WQE_F_SIGNALED,
+        .num_sge = 1,
+        .sge[0].addr = cpu_to_le64(addr),
+        .sge[0].length = cpu_to_le32(len),
+        .sge[0].lkey = cpu_to_le32(lkey),
+    };
+
+    return w;
+}
+
+static void post_recv(Env *e, Qp *qp, uint64_t wr_id, uint64_t addr,
+                      uint32_t len, uint32_t lkey)
+{
+    struct qrdma_rq_wqe w = {
+        .wr_id = wr_id,
+        .num_sge = cpu_to_le32(1),
+        .sge[0].addr = cpu_to_le64(addr),
+        .sge[0].length = cpu_to_le32(len),
+        .sge[0].lkey = cpu_to_le32(lkey),
+    };
+
+    qtest_memwrite(e->t.qts, qp->rq + (qp->rq_pi % 32) * QRDMA_RQ_WQE_SIZE,
+                   &w, sizeof(w));
+    qp->rq_pi++;
+    ring_db(e, QRDMA_DB_RQ, qp->qpn, qp->rq_pi);
+}
+
+/* The next CQE, or false when none comes within a short wait. */
+static bool poll_cq(Env *e, Cq *cq, struct qrdma_cqe *cqe)
+{
+    uint64_t addr = cq->ring + (cq->ci & ((1u << cq->log2) - 1)) * 32;
+    uint8_t phase = (cq->ci >> cq->log2) & 1 ? 0 : QRDMA_CQE_F_PHASE;
+    int i;
+
+    for (i = 0; i < 200; i++) {
+        qtest_memread(e->t.qts, addr, cqe, sizeof(*cqe));
+        if ((cqe->flags & QRDMA_CQE_F_PHASE) == phase) {
+            cq->ci++;
+            qtest_writel(e->t.qts, cq->ci_addr, cq->ci);
+            return true;
+        }
+        g_usleep(100);
+    }
+    return false;
+}
+
+static void expect_cqe(Env *e, Cq *cq, uint64_t wr_id, uint32_t qpn,
+                       uint8_t opcode, uint8_t status)
+{
+    struct qrdma_cqe cqe;
+
+    g_assert_true(poll_cq(e, cq, &cqe));
+    g_assert_cmphex(cqe.wr_id, ==, wr_id);
+    g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, qpn);
+    g_assert_cmpuint(cqe.status, ==, status);
+    if (status == QRDMA_WC_SUCCESS || opcode >= QRDMA_WC_RECV) {
+        g_assert_cmpuint(cqe.opcode, ==, opcode);
+    }
+}
+
+static void expect_no_cqe(Env *e, Cq *cq)
+{
+    struct qrdma_cqe cqe;
+
+    g_assert_false(poll_cq(e, cq, &cqe));
+}
+
+/* The next event on EQ n, which must be type and handle. */
+static void expect_event(Env *e, unsigned n, uint8_t type, uint32_t handle)
+{
+    uint64_t base = n ? e->eq1 : e->eq0;
+    uint32_t *ci = n ? &e->eq1_ci : &e->eq0_ci;
+    struct qrdma_eqe eqe;
+    int i;
+
+    for (i = 0; i < 200; i++) {
+        qtest_memread(e->t.qts, base + (*ci % 256) * 16, &eqe, sizeof(eqe));
+        if ((eqe.flags & QRDMA_EQE_F_PHASE) == ((*ci / 256) & 1 ? 0 : 1)) {
+            g_assert_cmphex(eqe.type, ==, type);
+            g_assert_cmphex(le32_to_cpu(eqe.handle), ==, handle);
+            (*ci)++;
+            qrdma_t_writel(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_CI, *ci);
+            return;
+        }
+        g_usleep(100);
+    }
+    g_assert_not_reached();
+}
+
+static void write_data(Env *e, uint64_t off, const char *s)
+{
+    qtest_memwrite(e->t.qts, e->data + off, s, strlen(s) + 1);
+}
+
+static void expect_data(Env *e, uint64_t off, const char *s)
+{
+    g_autofree char *buf = g_malloc0(strlen(s) + 1);
+
+    qtest_memread(e->t.qts, e->data + off, buf, strlen(s) + 1);
+    g_assert_cmpstr(buf, ==, s);
+}
+
+static void test_send_recv(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    write_data(&e, 0, "hello over qrdma");
+    /* every byte must land: the buffer starts as something else */
+    qtest_memset(e.t.qts, e.data + 4096, 0xff, 64);
+    post_recv(&e, &b, 0xb1, e.data + 4096, 64, e.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND_WITH_IMM, e.data, 17, e.lkey);
+    w.imm_data = cpu_to_be32(0xfeed);
+    post_send(&e, &a, &w);
+
+    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    /* the receive completes first: the send is acknowledged after it */
+    g_assert_cmphex(cqe.wr_id, ==, 0xb1);
+    g_assert_cmpuint(cqe.opcode, ==, QRDMA_WC_RECV);
+    g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 17);
+    g_assert_cmphex(cqe.imm_data, ==, cpu_to_be32(0xfeed));
+    g_assert_true(cqe.flags & QRDMA_CQE_F_WITH_IMM);
+    g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, b.qpn);
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096, "hello over qrdma");
+
+    /* inline: the data travels in the WQE itself (S6) */
+    post_recv(&e, &b, 0xb2, e.data + 8192, 64, e.lkey);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa2;
+    w.opcode = QRDMA_WR_SEND;
+    w.flags = QRDMA_WQE_F_SIGNALED | QRDMA_WQE_F_INLINE;
+    w.inline_len = cpu_to_le32(7);
+    memcpy(w.inline_data, "inline", 7);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e, 8192, "inline");
+
+    /* S5: unsignaled sends complete silently */
+    post_recv(&e, &b, 0xb3, e.data + 8192, 64, e.lkey);
+    w = wqe_sge(0xa3, QRDMA_WR_SEND, e.data, 4, e.lkey);
+    w.flags = 0;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xb3, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_no_cqe(&e, &e.cq);
+}
+
+static void test_write_read_atomic(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    uint64_t v;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+
+    write_data(&e, 0, "written remotely");
+    w = wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 17, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 3 * 4096 + 100);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 1, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    expect_data(&e, 3 * 4096 + 100, "written remotely");
+
+    /* across a page boundary of the MR, and back with READ */
+    write_data(&e, 4096 * 5 - 5, "straddles pages");
+    w = wqe_sge(2, QRDMA_WR_RDMA_READ, e.data + 4096 * 7, 16, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 5 - 5);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096 * 7, "straddles pages");
+
+    /* WRITE with immediate consumes a receive */
+    post_recv(&e, &b, 0xb1, e.data + 8192, 64, e.lkey);
+    w = wqe_sge(3, QRDMA_WR_RDMA_WRITE_WITH_IMM, e.data, 5, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 8);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    w.imm_data = cpu_to_be32(7);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+               QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+
+    /* atomics: 8 bytes, the old value lands in the local SGE */
+    qtest_writeq(e.t.qts, e.data + 4096 * 9, 40);
+    w = wqe_sge(4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + 4096 * 10, 8,
+                e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    w.rdma.compare_add = cpu_to_le64(2);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_FETCH_ADD, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 9), ==, 42);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 40);
+
+    w = wqe_sge(5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e.data + 4096 * 10, 8,
+                e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    w.rdma.compare_add = cpu_to_le64(42);
+    w.rdma.swap = cpu_to_le64(7);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_COMP_SWAP, QRDMA_WC_SUCCESS);
+    v = qtest_readq(e.t.qts, e.data + 4096 * 9);
+    g_assert_cmpuint(v, ==, 7);
+
+    /* a misaligned atomic is an invalid request: REM_INV_REQ_ERR */
+    w.wr_id = 6;
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9 + 4);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 6, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
+    expect_event(&e, 0, QRDMA_EV_QP_REQ_ERR, b.qpn);
+}
+
+static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    uint8_t grh[40];
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, 0);
+    to_rtr(&e, &b, 0);
+    to_rts(&e, &a, 0);
+    to_rts(&e, &b, 0);
+    cmd.create_ah.pd = cpu_to_le32(e.pd);
+    cmd.create_ah.av.hop_limit = 64;
+    memcpy(cmd.create_ah.av.dgid,
+           (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+
+    write_data(&e, 0, "datagram");
+    post_recv(&e, &b, 0xb1, e.data + 4096, 256, e.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 9, e.lkey);
+    w.ud.ah = cmpl.handle;
+    w.ud.remote_qpn = cpu_to_le32(b.qpn);
+    w.ud.remote_qkey = cpu_to_le32(0x1234);
+    post_send(&e, &a, &w);
+    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    g_assert_cmphex(cqe.wr_id, ==, 0xb1);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
+    g_assert_cmphex(le32_to_cpu(cqe.src_qp), ==, a.qpn);
+    g_assert_true(cqe.flags & QRDMA_CQE_F_GRH);
+    g_assert_cmpuint(cqe.network_hdr_type, ==, 1);
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    /* the GRH: an IPv4 header in its last 20 bytes, then the payload */
+    qtest_memread(e.t.qts, e.data + 4096, grh, sizeof(grh));
+    g_assert_cmphex(grh[20], ==, 0x45);
+    g_assert_cmpmem(grh + 32, 4, "\x0a\x00\x02\x0f", 4);
+    expect_data(&e, 4096 + 40, "datagram");
+
+    /* a wrong Q_Key, or no receive posted: dropped, the sender succeeds */
+    post_recv(&e, &b, 0xb2, e.data + 4096, 256, e.lkey);
+    w.wr_id = 0xa2;
+    w.ud.remote_qkey = cpu_to_le32(0x9999);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_no_cqe(&e, &e.cq);
+}
+
+/* Protection: each violation gets its own status, and S31 for RC. */
+static void test_protection(void *obj, void *data, QGuestAllocator *alloc)
+{
+    uint32_t pd2, other_pd_key, ro_key;
+    struct qrdma_sq_wqe w;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    pd2 = qrdma_t_alloc_pd(&e.t, 0);
+    other_pd_key = reg_mr(&e, pd2, 0, 4096, QRDMA_ACCESS_LOCAL_WRITE);
+    ro_key = reg_mr(&e, e.pd, 4096, 4096, QRDMA_ACCESS_REMOTE_READ);
+
+    /* remote write to an MR without REMOTE_WRITE: both QPs to ERR */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(0x10000000);
+    w.rdma.rkey = cpu_to_le32(ro_key);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+
+    /* beyond the MR's end */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(2, QRDMA_WR_RDMA_READ, e.data, 16, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(0x10000000 + 4090);
+    w.rdma.rkey = cpu_to_le32(ro_key);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+
+    /* an lkey of another PD, an unknown lkey: LOC_PROT_ERR */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 8, other_pd_key);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(4, QRDMA_WR_SEND, e.data, 8, 0x7777700);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 4, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
+
+    /* the local DMA lkey is the kernel's: fine for this kernel QP */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    post_recv(&e, &b, 0xb5, e.data + 4096 * 2, 64, QRDMA_LOCAL_DMA_LKEY);
+    w = wqe_sge(5, QRDMA_WR_SEND, e.data, 8, QRDMA_LOCAL_DMA_LKEY);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xb5, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+
+    /* receive buffer too small: LOC_LEN_ERR there, REM_INV_REQ_ERR here */
+    post_recv(&e, &b, 0xb6, e.data + 4096 * 2, 4, e.lkey);
+    w = wqe_sge(6, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xb6, b.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_LEN_ERR);
+    expect_cqe(&e, &e.cq, 6, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
+}
+
+/* Hostile WQEs complete with an error and move the QP as S31 says. */
+static void test_hostile_wqe(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    uint64_t errors;
+    Qp a, b, c, d;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(1, 0x55, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(2, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    w.num_sge = QRDMA_MAX_SEND_SGE + 1;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+
+    /* SGE lengths that add up past 2^31 */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 0x80000000u, QRDMA_LOCAL_DMA_LKEY);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
+
+    /* S31: UC and UD errors stop the send queue only (SQE) */
+    pair(&e, &c, &d, QRDMA_QPT_UC, 0);
+    post_recv(&e, &c, 0xc1, e.data, 64, e.lkey);
+    w = wqe_sge(4, QRDMA_WR_RDMA_READ, e.data, 8, e.lkey);
+    post_send(&e, &c, &w);
+    expect_cqe(&e, &e.cq, 4, c.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    {
+        struct qrdma_query_qp_resp r;
+
+        g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, c.qpn, &r), ==, 0);
+        g_assert_cmpuint(r.attr.qp_state, ==, QRDMA_QPS_SQE);
+        g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &r), ==, 0);
+        g_assert_cmpuint(r.attr.qp_state, ==, QRDMA_QPS_ERR);
+    }
+    /* the receive queue of the SQE QP still works */
+    w = wqe_sge(5, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &d, &w);
+    expect_cqe(&e, &e.cq, 0xc1, c.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 5, d.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+
+    /* doorbells beyond the ring, or for a QP that is gone */
+    errors = qrdma_t_qom_get(&e.t, "guest-errors");
+    ring_db(&e, QRDMA_DB_SQ, d.qpn, d.sq_pi + 17);
+    ring_db(&e, QRDMA_DB_RQ, d.qpn, 1000);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
+                     ==, 0);
+    ring_db(&e, QRDMA_DB_SQ, b.qpn, 1);
+    ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, 0x80);
+    qpci_io_writel(&e.t.q->dev, e.db, QRDMA_DB_SQ, 1);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, errors + 5);
+    expect_no_cqe(&e, &e.cq);
+}
+
+/* S30, S35: ERR flushes everything outstanding, in order; later posts too */
+static void test_s30_s35_flush(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    Qp a, b;
+    Env e;
+    int i;
+
+    env_init(&e, obj, alloc);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, b.qpn);
+    /* RTR: sends wait; receives are taken */
+    for (i = 0; i < 3; i++) {
+        post_recv(&e, &a, 0x100 + i, e.data, 64, e.lkey);
+        w = wqe_sge(0x200 + i, QRDMA_WR_SEND, e.data, 8, e.lkey);
+        w.flags = 0;
+        post_send(&e, &a, &w);
+    }
+    expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    for (i = 0; i < 3; i++) {
+        expect_cqe(&e, &e.cq, 0x200 + i, a.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
+    }
+    for (i = 0; i < 3; i++) {
+        expect_cqe(&e, &e.cq, 0x100 + i, a.qpn, QRDMA_WC_RECV,
+                   QRDMA_WC_WR_FLUSH_ERR);
+    }
+    expect_no_cqe(&e, &e.cq);
+
+    /* S35 */
+    post_recv(&e, &a, 0x300, e.data, 64, e.lkey);
+    expect_cqe(&e, &e.cq, 0x300, a.qpn, QRDMA_WC_RECV, QRDMA_WC_WR_FLUSH_ERR);
+    w = wqe_sge(0x301, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x301, a.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
+}
+
+/* S36, S37: RESET drops WRs without completions; the QP works again */
+static void test_s36_s37_reset(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, b.qpn);
+    post_recv(&e, &a, 0x100, e.data, 64, e.lkey);
+    w = wqe_sge(0x200, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RESET, 0, 0), ==, 0);
+    expect_no_cqe(&e, &e.cq);
+
+    /* S37: ERR -> RESET -> INIT -> RTR -> RTS works again */
+    a.sq_pi = a.rq_pi = 0;
+    to_rtr(&e, &a, b.qpn);
+    to_rtr(&e, &b, a.qpn);
+    to_rts(&e, &a, 0);
+    to_rts(&e, &b, 0);
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RESET, 0, 0), ==, 0);
+    a.sq_pi = a.rq_pi = 0;
+    to_rtr(&e, &a, b.qpn);
+    to_rts(&e, &a, 0);
+    post_recv(&e, &b, 0xb1, e.data + 4096, 64, e.lkey);
+    write_data(&e, 0, "again");
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 6, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096, "again");
+}
+
+/* S11, S12, S16: the recommended destroy sequence */
+static void test_s11_s12_s16_destroy(void *obj, void *data,
+                                     QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    Qp a, b;
+    Env e;
+    int i;
+
+    env_init(&e, obj, alloc);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    /* one completed, three outstanding receives */
+    post_recv(&e, &b, 0xb0, e.data, 64, e.lkey);
+    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
+    post_send(&e, &a, &w);
+    for (i = 1; i < 4; i++) {
+        post_recv(&e, &b, 0xb0 + i, e.data, 64, e.lkey);
+    }
+    /* S16: ERR, drain: every WR has exactly one completion */
+    g_assert_cmpuint(modify(&e, &b, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    expect_cqe(&e, &e.cq, 0xb0, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    for (i = 1; i < 4; i++) {
+        expect_cqe(&e, &e.cq, 0xb0 + i, b.qpn, QRDMA_WC_RECV,
+                   QRDMA_WC_WR_FLUSH_ERR);
+    }
+    expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
+                     ==, 0);
+
+    /* S11: WRs of a destroyed QP never run, nor touch their buffers */
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &b, a.qpn);
+    post_recv(&e, &b, 0xc0, e.data + 4096 * 4, 64, e.lkey);
+    qtest_writeq(e.t.qts, e.data + 4096 * 4, 0x5a5a5a5a);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
+                     ==, 0);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
+    post_send(&e, &a, &w);
+    /* the peer is gone: RC retries run out, nothing lands */
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, 0, QRDMA_WC_RETRY_EXC_ERR);
+    expect_no_cqe(&e, &e.cq);
+    g_assert_cmphex(qtest_readq(e.t.qts, e.data + 4096 * 4), ==, 0x5a5a5a5a);
+
+    /* S12: CQEs of a destroyed QP stay pollable */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    post_recv(&e, &b, 0xd0, e.data, 64, e.lkey);
+    w = wqe_sge(0xd1, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
+    post_send(&e, &a, &w);
+    g_usleep(10000);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
+                     ==, 0);
+    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    g_assert_cmphex(cqe.wr_id, ==, 0xd0);
+}
+
+/* S33, S34: SRQ-attached QP to ERR; the SRQ's WRs stay for the others */
+static void test_s33_s34_srq(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_SRQ };
+    struct qrdma_rq_wqe r = { .num_sge = cpu_to_le32(1) };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    uint64_t ring;
+    uint32_t srq;
+    Qp a, b, c;
+    Env e;
+    int i;
+
+    env_init(&e, obj, alloc);
+    ring = guest_alloc(alloc, 4096);
+    cmd.srq.pd = cpu_to_le32(e.pd);
+    cmd.srq.max_wr = cpu_to_le32(32);
+    cmd.srq.max_sge = cpu_to_le32(1);
+    cmd.srq.log2_entries = cpu_to_le32(5);
+    cmd.srq.npages = cpu_to_le32(1);
+    cmd.srq.pages_addr = cpu_to_le64(page_list1(&e, ring));
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    srq = le32_to_cpu(cmpl.handle);
+
+    for (i = 0; i < 4; i++) {
+        r.wr_id = 0x100 + i;
+        r.sge[0].addr = cpu_to_le64(e.data + 4096 * (1 + i));
+        r.sge[0].length = cpu_to_le32(64);
+        r.sge[0].lkey = cpu_to_le32(e.lkey);
+        qtest_memwrite(e.t.qts, ring + i * 128, &r, sizeof(r));
+    }
+    ring_db(&e, QRDMA_DB_SRQ, srq, 4);
+    /* the SRQ limit: armed at 3, fires when fewer than 3 are left */
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QRDMA_CMD_MODIFY_SRQ;
+    cmd.srq.srqn = cpu_to_le32(srq);
+    cmd.srq.attr_mask = cpu_to_le32(QRDMA_SRQ_ATTR_LIMIT);
+    cmd.srq.srq_limit = cpu_to_le32(3);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==, 0);
+
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, srq, &e.cq, &e.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e, &c, QRDMA_QPT_RC, srq, &e.cq, &e.cq), ==,
+                     0);
+    to_rtr(&e, &a, b.qpn);
+    to_rtr(&e, &b, a.qpn);
+    to_rtr(&e, &c, a.qpn);
+    to_rts(&e, &a, 0);
+    to_rts(&e, &b, 0);
+
+    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x100, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    w.wr_id = 0xa1;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x101, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_event(&e, 0, QRDMA_EV_SRQ_LIMIT_REACHED, srq);
+
+    /* S33: b to ERR: nothing of the SRQ's is flushed; LAST_WQE_REACHED */
+    g_assert_cmpuint(modify(&e, &b, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    expect_event(&e, 0, QRDMA_EV_QP_LAST_WQE_REACHED, b.qpn);
+    expect_no_cqe(&e, &e.cq);
+
+    /* S34: c, on the same SRQ, takes what is left */
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RESET, 0, 0), ==, 0);
+    a.sq_pi = a.rq_pi = 0;
+    to_rtr(&e, &a, c.qpn);
+    to_rts(&e, &a, 0);
+    to_rts(&e, &c, 0);
+    w.wr_id = 0xa2;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x102, c.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+}
+
+/* RNR: no receive posted at an RC responder */
+static void test_rnr(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(1, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_RNR_RETRY_EXC_ERR);
+
+    /* with retries: the receive posted in the meantime is taken */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 3);
+    w.wr_id = 2;
+    post_send(&e, &a, &w);
+    expect_no_cqe(&e, &e.cq);
+    post_recv(&e, &b, 0xb2, e.data + 4096, 64, e.lkey);
+    qtest_clock_step(e.t.qts, 100 * 1000 * 1000);
+    expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+
+    /* UC: no receive, the message is dropped, the sender succeeds */
+    pair(&e, &a, &b, QRDMA_QPT_UC, 0);
+    w.wr_id = 3;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_no_cqe(&e, &e.cq);
+}
+
+/* Completion events, and the async events the device raises. */
+static void test_events(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    QDict *rsp;
+    Cq small;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, b.qpn);
+    to_rtr(&e, &b, a.qpn);
+    to_rts(&e, &a, 0);
+
+    /* COMM_EST: the first message reaches b while it is in RTR */
+    ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, QRDMA_DB_CQ_ARM_NEXT);
+    post_recv(&e, &b, 0xb0, e.data, 64, e.lkey);
+    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_event(&e, 0, QRDMA_EV_COMM_EST, b.qpn);
+    /* the CQ was armed: one completion event on its EQ, then disarmed */
+    expect_event(&e, 1, QRDMA_EV_COMPLETION, e.cq.cqn);
+    expect_cqe(&e, &e.cq, 0xb0, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_readl(&e.t, QRDMA_REG_EQ(1) + QRDMA_REG_EQ_PI),
+                     ==, 1);
+
+    /* solicited arming: only a solicited CQE (or an error) wakes */
+    to_rts(&e, &b, 0);
+    ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, QRDMA_DB_CQ_ARM_SOLICITED);
+    post_recv(&e, &b, 0xb1, e.data, 64, e.lkey);
+    w.wr_id = 0xa1;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_readl(&e.t, QRDMA_REG_EQ(1) + QRDMA_REG_EQ_PI),
+                     ==, 1);
+    post_recv(&e, &b, 0xb2, e.data, 64, e.lkey);
+    w.wr_id = 0xa2;
+    w.flags |= QRDMA_WQE_F_SOLICITED;
+    post_send(&e, &a, &w);
+    expect_event(&e, 1, QRDMA_EV_COMPLETION, e.cq.cqn);
+    expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+
+    /* SQ_DRAINED on RTS -> SQD with notification */
+    {
+        struct qrdma_qp_attr at = {
+            .attr_mask = cpu_to_le32(A(STATE) | A(EN_SQD_ASYNC_NOTIFY)),
+            .qp_state = QRDMA_QPS_SQD,
+            .en_sqd_async_notify = 1,
+        };
+        g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, a.qpn, &at), ==, 0);
+        expect_event(&e, 0, QRDMA_EV_SQ_DRAINED, a.qpn);
+    }
+
+    /* CQ_ERR: a CQ of two entries whose consumer never polls */
+    g_assert_cmpuint(create_cq(&e, &small, 1, 1), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, 0, &small, &small), ==,
+                     0);
+    to_rtr(&e, &b, 0);
+    to_rts(&e, &b, 0);
+    /* a bad opcode: an error CQE, the SQ in SQE, the next two flushed */
+    w = wqe_sge(1, 0x55, e.data, 8, e.lkey);
+    post_send(&e, &b, &w);
+    w.wr_id = 2;
+    post_send(&e, &b, &w);
+    w.wr_id = 3;
+    post_send(&e, &b, &w);
+    expect_event(&e, 0, QRDMA_EV_CQ_ERR, small.cqn);
+
+    /* PORT_ERR and PORT_ACTIVE follow the link */
+    rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
+                    "{ 'name': 'qrdma0', 'up': false } }");
+    qobject_unref(rsp);
+    expect_event(&e, 0, QRDMA_EV_PORT_ERR, 1);
+    rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
+                    "{ 'name': 'qrdma0', 'up': true } }");
+    qobject_unref(rsp);
+    expect_event(&e, 0, QRDMA_EV_PORT_ACTIVE, 1);
+}
+
+static void qrdma_dp_register_tests(void)
+{
+    qos_add_test("dp/send-recv-inline-s5-s6", "qrdma", test_send_recv, NULL);
+    qos_add_test("dp/write-read-atomic", "qrdma", test_write_read_atomic,
+                 NULL);
+    qos_add_test("dp/ud-grh-qkey", "qrdma", test_ud, NULL);
+    qos_add_test("dp/protection", "qrdma", test_protection, NULL);
+    qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);
+    qos_add_test("dp/s30-s35-flush", "qrdma", test_s30_s35_flush, NULL);
+    qos_add_test("dp/s36-s37-reset", "qrdma", test_s36_s37_reset, NULL);
+    qos_add_test("dp/s11-s12-s16-destroy", "qrdma", test_s11_s12_s16_destroy,
+                 NULL);
+    qos_add_test("dp/s33-s34-srq", "qrdma", test_s33_s34_srq, NULL);
+    qos_add_test("dp/rnr", "qrdma", test_rnr, NULL);
+    qos_add_test("dp/events", "qrdma", test_events, NULL);
+}
+
+libqos_init(qrdma_dp_register_tests);
