@@ -232,12 +232,13 @@ static void qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
 
     cqe->flags &= ~QRDMA_CQE_F_PHASE;
     cqe->flags |= phase ? 0 : QRDMA_CQE_F_PHASE;
-    qrdma_dma_write(core, addr, cqe, sizeof(*cqe));
+    /* Ring pages were checked to be RAM when the CQ was created. */
+    pci_dma_write(core->owner, addr, cqe, sizeof(*cqe));
     /* The consumer polls the phase bit: it goes in last. */
     smp_wmb();
     cqe->flags ^= QRDMA_CQE_F_PHASE;
-    qrdma_dma_write(core, addr + offsetof(struct qrdma_cqe, flags),
-                    &cqe->flags, 1);
+    pci_dma_write(core->owner, addr + offsetof(struct qrdma_cqe, flags),
+                  &cqe->flags, 1);
     cq->pi++;
 
     if ((cq->armed & QRDMA_DB_CQ_ARM_NEXT) ||
@@ -306,19 +307,33 @@ static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
     return true;
 }
 
-/* The guest address of iova in mr, and the bytes contiguous from there. */
-static uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t *room)
+/*
+ * The guest address of iova in mr, and the bytes contiguous from there
+ * (looking no further than want bytes).
+ */
+static uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t want,
+                             uint64_t *room)
 {
     uint64_t psize = 1ull << mr->page_shift;
     uint64_t off = iova - mr->iova + (mr->iova & (psize - 1));
     uint64_t in_page = off & (psize - 1);
 
+    uint64_t idx, gpa;
+    uint32_t i;
+
     if (mr->dma) {
         *room = UINT64_MAX - iova;
         return iova;
     }
+    idx = off >> mr->page_shift;
+    gpa = mr->pages.addr[idx];
     *room = psize - in_page;
-    return mr->pages.addr[off >> mr->page_shift] + in_page;
+    /* Pages that follow each other in guest memory make one piece. */
+    for (i = idx + 1; *room < want && i < mr->pages.n &&
+         mr->pages.addr[i] == gpa + (i - idx) * psize; i++) {
+        *room += psize;
+    }
+    return gpa + in_page;
 }
 
 static uint64_t qrdma_iter_total(const QrdmaIter *it)
@@ -348,7 +363,8 @@ static bool qrdma_iter_next(QrdmaIter *it, uint64_t max, uint64_t *gpa,
     }
     s = &it->span[it->i];
     if (s->mr) {
-        *gpa = qrdma_mr_gpa(s->mr, s->addr + it->done, &room);
+        *gpa = qrdma_mr_gpa(s->mr, s->addr + it->done,
+                            MIN(max, s->len - it->done), &room);
     } else {
         *gpa = s->addr + it->done;
         room = UINT64_MAX;
@@ -404,7 +420,7 @@ static bool qrdma_copy(QrdmaCore *src_core, QrdmaIter *src,
                 return false;
             }
             n = MIN(n, smap);
-            memmove(d, sp, n);
+            memcpy(d, sp, n);
             dma_memory_unmap(src_as, sp, smap, DMA_DIRECTION_TO_DEVICE, n);
             src->done += n;
         }
@@ -766,7 +782,7 @@ static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
                            &rit)) {
         return QRDMA_RX_ACCESS;
     }
-    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, &room);
+    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
     p = dma_memory_map(as, gpa, &plen, DMA_DIRECTION_FROM_DEVICE,
                        MEMTXATTRS_UNSPECIFIED);
     if (!p || plen < 8) {
@@ -795,6 +811,22 @@ static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
     return qrdma_copy(dc, &oi, core, local, 8) ? QRDMA_RX_OK : QRDMA_RX_PROT;
 }
 
+/* The header and one SGE: all that most WQEs hold, in one read. */
+#define QRDMA_WQE_FIRST_READ \
+    (offsetof(struct qrdma_sq_wqe, sge) + sizeof(struct qrdma_sge))
+
+/* What is left to read of a WQE after the first read, by its own count. */
+static size_t qrdma_wqe_rest(const struct qrdma_sq_wqe *wqe)
+{
+    size_t used = wqe->flags & QRDMA_WQE_F_INLINE ?
+                  MIN(le32_to_cpu(wqe->inline_len), QRDMA_MAX_INLINE) :
+                  MIN(wqe->num_sge, QRDMA_MAX_SEND_SGE) *
+                  sizeof(struct qrdma_sge);
+
+    return used > sizeof(struct qrdma_sge) ?
+           used - sizeof(struct qrdma_sge) : 0;
+}
+
 /* Work out the next send WQE of qp.  Returns false to stop the queue. */
 static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
 {
@@ -811,8 +843,16 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     bool signaled;
     unsigned num;
 
-    /* One copy out of guest memory; only the copy is looked at. */
-    if (!qrdma_dma_read(core, addr, &wqe, sizeof(wqe))) {
+    /*
+     * One copy out of guest memory; only the copy is looked at.  The
+     * header first, then only the SGEs or inline bytes it says it has
+     * (bounded by the WQE size, so a bad count reads no further).
+     */
+    if (pci_dma_read(core->owner, addr, &wqe, QRDMA_WQE_FIRST_READ) !=
+        MEMTX_OK ||
+        pci_dma_read(core->owner, addr + QRDMA_WQE_FIRST_READ,
+                     (uint8_t *)&wqe + QRDMA_WQE_FIRST_READ,
+                     qrdma_wqe_rest(&wqe)) != MEMTX_OK) {
         qrdma_guest_error(core, "qp 0x%" PRIx32 ": send WQE at 0x%" PRIx64
                           " unreadable", qp->qpn, addr);
         qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
