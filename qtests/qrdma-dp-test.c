@@ -46,6 +46,7 @@ typedef struct Env {
     uint32_t eq0_ci;
     uint64_t eq1;
     uint32_t eq1_ci;
+    uint8_t peer_ip;                    /* last byte of the peer's GID */
 } Env;
 
 static uint64_t page_list1(Env *e, uint64_t page)
@@ -93,6 +94,7 @@ static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
     int i;
 
     memset(e, 0, sizeof(*e));
+    e->peer_ip = 15;
     qrdma_t_init(&e->t, obj, alloc, 4);
     e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
     e->eq0 = guest_alloc(alloc, 4096);
@@ -166,8 +168,8 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
         .retry_cnt = 7,
         .rnr_retry = rnr_retry,
         .av.hop_limit = 64,
-        /* ::ffff:10.0.2.15, the GID qrdma_t_set_gid() sets */
-        .av.dgid = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 },
+        /* ::ffff:10.0.2.<peer_ip>; qrdma_t_set_gid() sets .15 */
+        .av.dgid = { [10] = 0xff, [11] = 0xff, 10, 0, 2, e->peer_ip },
     };
 
     return qrdma_t_modify_qp(&e->t, 0, qp->qpn, &a);
@@ -978,6 +980,151 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 
+/* Fast registration: an MR from a page list by a WQE, then invalidated. */
+static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_MR };
+    uint64_t pages[2];
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    uint32_t key;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    cmd.alloc_mr.pd = cpu_to_le32(e.pd);
+    cmd.alloc_mr.max_pages = cpu_to_le32(4);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    /* a new key byte, as ib_update_fast_reg_key() makes */
+    key = (le32_to_cpu(cmpl.handle) & ~0xffu) | 0x42;
+
+    /* not registered yet: remote access fails */
+    w = wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(0x50000000);
+    w.rdma.rkey = cpu_to_le32(key);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    pages[0] = e.data + 4096 * 12;
+    pages[1] = e.data + 4096 * 11;
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 2;
+    w.opcode = QRDMA_WR_REG_MR;
+    w.flags = QRDMA_WQE_F_SIGNALED;
+    w.reg_mr.iova = cpu_to_le64(0x50000000);
+    w.reg_mr.length = cpu_to_le64(8192);
+    w.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e.t, pages, 2));
+    w.reg_mr.key = cpu_to_le32(key);
+    w.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
+                                  QRDMA_ACCESS_REMOTE_WRITE);
+    w.reg_mr.npages = cpu_to_le32(2);
+    w.reg_mr.page_shift = 12;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+
+    /* the second page of the region is the first page of the list... */
+    write_data(&e, 0, "fast");
+    w = wqe_sge(3, QRDMA_WR_RDMA_WRITE, e.data, 5, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(0x50000000 + 4096);
+    w.rdma.rkey = cpu_to_le32(key);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    /* ...in reverse order here: page 1 of the region is data page 11 */
+    expect_data(&e, 4096 * 11, "fast");
+
+    /* invalidated: gone for remote access */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 4;
+    w.opcode = QRDMA_WR_LOCAL_INV;
+    w.flags = QRDMA_WQE_F_SIGNALED;
+    w.imm_data = cpu_to_le32(key);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_LOCAL_INV, QRDMA_WC_SUCCESS);
+    w = wqe_sge(5, QRDMA_WR_RDMA_WRITE, e.data, 5, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(0x50000000);
+    w.rdma.rkey = cpu_to_le32(key);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+}
+
+/* Two qrdma devices of one QEMU: routed by destination GID and QPN. */
+static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QQrdma *q = obj;
+    QQrdma q2 = { };
+    QPCIDevice *dev2 = qpci_device_find(q->dev.bus, QPCI_DEVFN(5, 0));
+    struct qrdma_cmd cmd = {
+        .hdr.opcode = QRDMA_CMD_SET_GID,
+        .gid.type = QRDMA_GID_TYPE_ROCE_V2,
+        .gid.index = cpu_to_le32(1),
+        .gid.gid = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 16 },
+    };
+    struct qrdma_sq_wqe w;
+    Env e1, e2;
+    Qp a, b;
+
+    g_assert_nonnull(dev2);
+    q2.dev = *dev2;
+    g_free(dev2);
+    env_init(&e1, q, alloc);
+    env_init(&e2, &q2, alloc);
+    /* the second device answers to 10.0.2.16 only */
+    memset(&cmd.gid.gid, 0, 16);
+    cmd.hdr.opcode = QRDMA_CMD_DEL_GID;
+    cmd.gid.index = 0;
+    g_assert_cmpuint(qrdma_t_exec(&e2.t, &cmd, NULL), ==, 0);
+    cmd.hdr.opcode = QRDMA_CMD_SET_GID;
+    cmd.gid.index = cpu_to_le32(0);
+    memcpy(cmd.gid.gid, (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2,
+                                        16 }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e2.t, &cmd, NULL), ==, 0);
+
+    g_assert_cmpuint(create_qp(&e1, &a, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e2, &b, QRDMA_QPT_RC, 0, &e2.cq, &e2.cq), ==,
+                     0);
+    e1.peer_ip = 16;
+    to_rtr(&e1, &a, b.qpn);
+    to_rtr(&e2, &b, a.qpn);
+    to_rts(&e1, &a, 0);
+    to_rts(&e2, &b, 0);
+
+    write_data(&e1, 0, "from device one");
+    post_recv(&e2, &b, 0xb1, e2.data, 64, e2.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e1.data, 16, e1.lkey);
+    post_send(&e1, &a, &w);
+    expect_cqe(&e2, &e2.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e1, &e1.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e2, 0, "from device one");
+
+    /* RDMA WRITE into the other device's MR */
+    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e1.data, 16, e1.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e2.data + 4096);
+    w.rdma.rkey = cpu_to_le32(e2.lkey);
+    post_send(&e1, &a, &w);
+    expect_cqe(&e1, &e1.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
+               QRDMA_WC_SUCCESS);
+    expect_data(&e2, 4096, "from device one");
+}
+
+/* DEVICE_FATAL: the command ring vanishes from under the device. */
+static void test_device_fatal(void *obj, void *data, QGuestAllocator *alloc)
+{
+    Env e;
+
+    env_init(&e, obj, alloc);
+    qrdma_t_writel(&e.t, QRDMA_REG_DEV_CTRL, 0);
+    qrdma_t_writeq(&e.t, QRDMA_REG_CMDQ_BASE, 0xfffffffff000ull);
+    qrdma_t_writel(&e.t, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_ENABLE);
+    qrdma_t_writel(&e.t, QRDMA_REG_CMDQ_PI, 1);
+    expect_event(&e, 0, QRDMA_EV_DEVICE_FATAL, 0);
+    g_assert_cmphex(qrdma_t_readl(&e.t, QRDMA_REG_DEV_STATUS), ==,
+                    QRDMA_DEV_STATUS_FATAL);
+}
+
 /*
  * Benchmarks, run by scripts/bench on the optimized build with
  * QRDMA_BENCH=1 (and under callgrind for instruction counts).  Without it
@@ -1228,6 +1375,12 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/s33-s34-srq", "qrdma", test_s33_s34_srq, NULL);
     qos_add_test("dp/rnr", "qrdma", test_rnr, NULL);
     qos_add_test("dp/events", "qrdma", test_events, NULL);
+    qos_add_test("dp/fast-reg", "qrdma", test_fast_reg, NULL);
+    qos_add_test("dp/two-devices", "qrdma", test_two_devices,
+                 &(QOSGraphTestOptions) {
+        .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
+    });
+    qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
     qos_add_test("bench/write-throughput", "qrdma", test_bench_write, NULL);
     qos_add_test("bench/small-wqe", "qrdma", test_bench_small, NULL);
 }
