@@ -647,10 +647,12 @@ static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
             return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                                   "page shift %u out of range", shift);
         }
-        if (!length || iova + length < iova) {
+        if (!length || iova + length < iova ||
+            length > (uint64_t)core->limits.max_mr_pages << QRDMA_PAGE_SHIFT) {
             return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                                   "region 0x%" PRIx64 "+0x%" PRIx64
-                                  " is empty or wraps", iova, length);
+                                  " is empty, wraps or is over max_mr_size",
+                                  iova, length);
         }
         offset = iova & ((1ull << shift) - 1);
         need = DIV_ROUND_UP(offset + length, 1ull << shift);

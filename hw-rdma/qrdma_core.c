@@ -197,13 +197,17 @@ static uint32_t qrdma_check_config(QrdmaCore *core)
 {
     QrdmaCmdq *q = &core->cmdq;
 
-    if (!q->base || !QEMU_IS_ALIGNED(q->base, QRDMA_CMDQ_ALIGN)) {
-        return QRDMA_CONFIG_ERR_CMDQ_BASE;
-    }
     if (q->log2 < QRDMA_CMDQ_LOG2_MIN || q->log2 > QRDMA_CMDQ_LOG2_MAX) {
         return QRDMA_CONFIG_ERR_CMDQ_LOG2;
     }
-    if (!q->cmpq_base || !QEMU_IS_ALIGNED(q->cmpq_base, QRDMA_CMPQ_ALIGN)) {
+    /* A ring may not run past the end of the address space either. */
+    if (!q->base || !QEMU_IS_ALIGNED(q->base, QRDMA_CMDQ_ALIGN) ||
+        q->base + ((uint64_t)sizeof(struct qrdma_cmd) << q->log2) < q->base) {
+        return QRDMA_CONFIG_ERR_CMDQ_BASE;
+    }
+    if (!q->cmpq_base || !QEMU_IS_ALIGNED(q->cmpq_base, QRDMA_CMPQ_ALIGN) ||
+        q->cmpq_base + ((uint64_t)sizeof(struct qrdma_cmpl) << q->log2) <
+        q->cmpq_base) {
         return QRDMA_CONFIG_ERR_CMPQ_BASE;
     }
     return QRDMA_CONFIG_ERR_NONE;

@@ -84,6 +84,11 @@ static void test_bad_ring_config(void *obj, void *data,
     enable_expect(&t, ring, 0xffffffff, ring, QRDMA_CONFIG_ERR_CMDQ_LOG2);
     enable_expect(&t, ring, 4, 0, QRDMA_CONFIG_ERR_CMPQ_BASE);
     enable_expect(&t, ring, 4, ring + 8, QRDMA_CONFIG_ERR_CMPQ_BASE);
+    /* rings that would run past the end of the address space */
+    enable_expect(&t, 0xffffffffffffff80ull, 4, ring,
+                  QRDMA_CONFIG_ERR_CMDQ_BASE);
+    enable_expect(&t, ring, 4, 0xffffffffffffffe0ull,
+                  QRDMA_CONFIG_ERR_CMPQ_BASE);
     enable_expect(&t, ring, QRDMA_CMDQ_LOG2_MAX, ring + 128 * 1024,
                   QRDMA_CONFIG_ERR_NONE);
 
