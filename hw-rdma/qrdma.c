@@ -237,6 +237,20 @@ static int qrdma_post_load(void *opaque, int version_id)
     return qrdma_core_post_load(&s->core) ? 0 : -EINVAL;
 }
 
+static const VMStateDescription qrdma_vmstate_eq = {
+    .name = "qrdma-eq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(base, QrdmaEq),
+        VMSTATE_UINT32(log2, QrdmaEq),
+        VMSTATE_UINT32(pi, QrdmaEq),
+        VMSTATE_UINT32(ci, QrdmaEq),
+        VMSTATE_UINT32(ctrl, QrdmaEq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription qrdma_vmstate = {
     .name = TYPE_QRDMA,
     .version_id = 1,
@@ -257,6 +271,8 @@ static const VMStateDescription qrdma_vmstate = {
         /* The GID table is the driver's, set with no resource behind it. */
         VMSTATE_BUFFER_UNSAFE(core.gid, QrdmaState, 0,
                               sizeof(((QrdmaCore *)0)->gid)),
+        VMSTATE_STRUCT_ARRAY(core.eq, QrdmaState, QRDMA_MSIX_VECTORS_MAX, 0,
+                             qrdma_vmstate_eq, QrdmaEq),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -286,7 +302,7 @@ static const Property qrdma_properties[] = {
                        core.limits.max_mcast_qp_attach, 16),
 };
 
-/* Counters the host reads with qom-get; they restart at device reset. */
+/* Counters the host reads with qom-get; a guest reset keeps them. */
 static const struct {
     const char *name;
     size_t offset;
@@ -298,6 +314,8 @@ static const struct {
     { "eth-rx-frames", offsetof(QrdmaCounters, eth_rx_frames) },
     { "eth-rx-dropped", offsetof(QrdmaCounters, eth_rx_dropped) },
     { "eth-tx-dropped", offsetof(QrdmaCounters, eth_tx_dropped) },
+    { "wqes", offsetof(QrdmaCounters, wqes) },
+    { "events-dropped", offsetof(QrdmaCounters, events_dropped) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,

@@ -257,6 +257,7 @@ typedef struct QrdmaCore {
     uint8_t mr_key;                     /* key byte of the next lkey */
 
     QrdmaEq eq[QRDMA_MSIX_VECTORS_MAX];
+    bool port_up;                       /* as last reported to the driver */
     QEMUBH *dp_bh;
     QSIMPLEQ_HEAD(, QrdmaQp) work;      /* QPs with send work to do */
     QLIST_ENTRY(QrdmaCore) fabric;      /* all qrdma devices of QEMU */

@@ -869,7 +869,8 @@ static uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
     qrdma_pages_free(&cq->ring);
     cq->ring = ring;
     cq->log2 = log2;
-    cq->pi = n;
+    /* What could be moved is what the new ring holds. */
+    cq->pi = i;
     cq->ci_seen = 0;
     cq->overrun = false;
     cmpl->data[0] = cpu_to_le32(1u << log2);

@@ -449,6 +449,20 @@ bool qrdma_core_post_load(QrdmaCore *core)
         trace_qrdma_err_post_load("command queue indices out of range");
         return false;
     }
+    for (i = 0; i < QRDMA_MSIX_VECTORS_MAX; i++) {
+        const QrdmaEq *eq = &core->eq[i];
+
+        if (!eq->ctrl) {
+            continue;
+        }
+        if (eq->ctrl != QRDMA_EQ_CTRL_ENABLE || i >= core->msix_vectors ||
+            !eq->base || !QEMU_IS_ALIGNED(eq->base, sizeof(struct qrdma_eqe)) ||
+            eq->log2 < QRDMA_EQ_LOG2_MIN || eq->log2 > QRDMA_EQ_LOG2_MAX ||
+            eq->pi - eq->ci > (1u << eq->log2)) {
+            trace_qrdma_err_post_load("event queue state out of range");
+            return false;
+        }
+    }
     if (!qrdma_eth_post_load(core)) {
         return false;
     }

@@ -177,7 +177,11 @@ void qrdma_event(QrdmaCore *core, uint8_t type, uint32_t handle)
 
 void qrdma_port_event(QrdmaCore *core, bool up)
 {
-    qrdma_event(core, up ? QRDMA_EV_PORT_ACTIVE : QRDMA_EV_PORT_ERR, 1);
+    /* set_link may repeat a state: only a change is an event. */
+    if (up != core->port_up) {
+        core->port_up = up;
+        qrdma_event(core, up ? QRDMA_EV_PORT_ACTIVE : QRDMA_EV_PORT_ERR, 1);
+    }
 }
 
 /* Completion queues */
@@ -194,12 +198,12 @@ static bool qrdma_cq_full(QrdmaCore *core, QrdmaCq *cq)
     uint32_t size = 1u << cq->log2;
     uint32_t ci;
 
-    if (cq->pi - cq->ci_seen < size) {
+    /* Without a consumer index word the device cannot see overruns. */
+    if (!cq->ci_addr || cq->pi - cq->ci_seen < size) {
         return false;
     }
     /* Only now read the consumer index the consumer keeps in RAM. */
-    if (!cq->ci_addr ||
-        !qrdma_dma_read(core, cq->ci_addr, &ci, sizeof(ci))) {
+    if (!qrdma_dma_read(core, cq->ci_addr, &ci, sizeof(ci))) {
         return true;
     }
     ci = le32_to_cpu(ci);
@@ -439,6 +443,9 @@ static bool qrdma_sges(QrdmaCore *core, const QrdmaQp *qp,
     unsigned i;
 
     memset(it, 0, sizeof(*it));
+    if (num > ARRAY_SIZE(it->span)) {
+        return false;
+    }
     for (i = 0; i < num; i++) {
         uint64_t addr = le64_to_cpu(sge[i].addr);
         uint32_t len = le32_to_cpu(sge[i].length);
@@ -622,11 +629,13 @@ static bool qrdma_take_recv(QrdmaCore *core, QrdmaQp *qp,
     return true;
 }
 
-static void qrdma_build_grh(QrdmaCore *core, const QrdmaQp *src,
+static void qrdma_build_grh(QrdmaCore *core, uint8_t sgid_index,
                             const uint8_t *dgid, uint32_t payload,
                             uint8_t grh[QRDMA_GRH_SIZE], uint8_t *type)
 {
-    const uint8_t *sgid = core->gid[src->attr.av.sgid_index].gid;
+    /* The index was checked when the AV was set. */
+    const uint8_t *sgid = core->gid[sgid_index < QRDMA_GID_TABLE_LEN ?
+                                    sgid_index : 0].gid;
     static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 
     memset(grh, 0, QRDMA_GRH_SIZE);
@@ -660,8 +669,9 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
                                         const struct qrdma_sq_wqe *wqe,
                                         QrdmaIter *src, uint32_t len,
                                         QrdmaCore *dc, QrdmaQp *dst,
-                                        const uint8_t *dgid)
+                                        const struct qrdma_av *av)
 {
+    const uint8_t *dgid = av->dgid;
     struct qrdma_rq_wqe rwqe;
     struct qrdma_cqe cqe = {
         .qpn = cpu_to_le32(dst->qpn),
@@ -690,7 +700,9 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
         qrdma_qp_to_err(dc, dst, false);
         return QRDMA_RX_PROT;
     }
-    if (qrdma_iter_total(&dit) < total) {
+    /* RDMA WRITE with immediate places nothing in the receive buffer. */
+    if (wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM &&
+        qrdma_iter_total(&dit) < total) {
         cqe.status = QRDMA_WC_LOC_LEN_ERR;
         qrdma_cq_push(dc, dst->recv_cq, &cqe, false);
         qrdma_qp_to_err(dc, dst, false);
@@ -699,7 +711,8 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
     if (ud) {
         QrdmaIter gi = { .host = grh, .host_len = sizeof(grh) };
 
-        qrdma_build_grh(core, qp, dgid, len, grh, &cqe.network_hdr_type);
+        qrdma_build_grh(core, av->sgid_index, dgid, len, grh,
+                        &cqe.network_hdr_type);
         qrdma_copy(core, &gi, dc, &dit, sizeof(grh));
     }
     if (wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM &&
@@ -835,6 +848,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     struct qrdma_sq_wqe wqe;
     uint8_t status = QRDMA_WC_SUCCESS;
     uint32_t access, len = 0;
+    const struct qrdma_av *av;
     const uint8_t *dgid;
     QrdmaQp *dst = NULL;
     QrdmaCore *dc = NULL;
@@ -861,6 +875,12 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     }
     core->counters.wqes++;
     trace_qrdma_wqe(qp->qpn, qp->sq_ci, wqe.opcode, wqe.flags);
+    /*
+     * The WQE is taken before it runs: a QP that is its own responder may
+     * be flushed by its receive side meanwhile, and that flush must not
+     * take this WQE too.
+     */
+    qp->sq_ci++;
     signaled = qp->sq_sig_all || (wqe.flags & QRDMA_WQE_F_SIGNALED);
     num = wqe.num_sge;
 
@@ -891,6 +911,13 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         status = QRDMA_WC_LOC_QP_OP_ERR;
     }
     if (!status && (wqe.flags & QRDMA_WQE_F_INLINE) &&
+        wqe.opcode != QRDMA_WR_SEND && wqe.opcode != QRDMA_WR_SEND_WITH_IMM &&
+        wqe.opcode != QRDMA_WR_SEND_WITH_INV &&
+        wqe.opcode != QRDMA_WR_RDMA_WRITE &&
+        wqe.opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM) {
+        /* Inline data is a source: READ and atomics have none. */
+        status = QRDMA_WC_LOC_QP_OP_ERR;
+    } else if (!status && (wqe.flags & QRDMA_WQE_F_INLINE) &&
         le32_to_cpu(wqe.inline_len) > QRDMA_MAX_INLINE) {
         status = QRDMA_WC_LOC_LEN_ERR;
     } else if (!status && !(wqe.flags & QRDMA_WQE_F_INLINE) &&
@@ -932,6 +959,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
             unsigned shift = wqe.reg_mr.page_shift;
             QrdmaPages pages = { };
 
+            core->cmdq.cur_name = "REG_MR work request";
             if (npages > mr->max_pages || shift < QRDMA_PAGE_SHIFT ||
                 shift > 30 || !length || iova + length < iova ||
                 DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
@@ -988,7 +1016,8 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
             status = QRDMA_WC_LOC_LEN_ERR;
             goto complete;
         }
-        dgid = core->ah[ah].av.dgid;
+        av = &core->ah[ah].av;
+        dgid = av->dgid;
         /* IB: a Q_Key with the high bit set means the QP's own. */
         if (qkey & 0x80000000u) {
             qkey = le32_to_cpu(qp->attr.qkey);
@@ -1012,7 +1041,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
                             c->qp[q].state <= QRDMA_QPS_SQE &&
                             le32_to_cpu(c->qp[q].attr.qkey) == qkey) {
                             qrdma_deliver_recv(core, qp, &wqe, &copy, len, c,
-                                               &c->qp[q], dgid);
+                                               &c->qp[q], av);
                         }
                     }
                 }
@@ -1027,11 +1056,12 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
             /* UD: silently dropped, as on a wire. */
             goto complete;
         }
-        qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, dgid);
+        qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, av);
         goto complete;
     }
 
-    dgid = qp->attr.av.dgid;
+    av = &qp->attr.av;
+    dgid = av->dgid;
     dst = qrdma_fabric_qp(dgid, le32_to_cpu(qp->attr.dest_qp_num), &dc);
     if (!dst || dst->type != qp->type || dst->state < QRDMA_QPS_RTR ||
         dst->state > QRDMA_QPS_SQE) {
@@ -1052,7 +1082,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     case QRDMA_WR_SEND:
     case QRDMA_WR_SEND_WITH_IMM:
     case QRDMA_WR_SEND_WITH_INV:
-        rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, dgid);
+        rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, av);
         break;
     case QRDMA_WR_RDMA_WRITE:
     case QRDMA_WR_RDMA_WRITE_WITH_IMM: {
@@ -1075,7 +1105,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
             break;
         }
         if (wqe.opcode == QRDMA_WR_RDMA_WRITE_WITH_IMM) {
-            rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, dgid);
+            rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, av);
         }
         break;
     }
@@ -1092,7 +1122,8 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     }
     case QRDMA_WR_ATOMIC_CMP_AND_SWP:
     case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
-        if (len < 8) {
+        /* The original value goes to the first SGE, whole. */
+        if (!it.n || it.span[0].len < 8) {
             status = QRDMA_WC_LOC_LEN_ERR;
             goto complete;
         }
@@ -1116,6 +1147,8 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         if (qp->rnr_left != 7) {
             qp->rnr_left--;
         }
+        /* Not done: the WQE runs again when the timer fires. */
+        qp->sq_ci--;
         trace_qrdma_rnr(qp->qpn, qp->rnr_left);
         timer_mod(qp->rnr_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                   (dst->attr.min_rnr_timer ? dst->attr.min_rnr_timer : 32) *
@@ -1157,7 +1190,6 @@ complete:
                                 wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
                        len : 0);
     }
-    qp->sq_ci++;
     if (status) {
         /* S31: RC errors take the QP to ERR, UC and UD only the SQ. */
         qrdma_qp_to_err(core, qp, qp->type != QRDMA_QPT_RC);
@@ -1194,15 +1226,24 @@ static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp)
 static void qrdma_dp_run(void *opaque)
 {
     QrdmaCore *core = opaque;
-    QrdmaQp *qp;
+    QrdmaQp *qp, *last = QSIMPLEQ_LAST(&core->work, QrdmaQp, next);
+    bool more = true;
 
-    while ((qp = QSIMPLEQ_FIRST(&core->work))) {
+    /*
+     * One turn for each QP queued now; those queued again meanwhile wait
+     * for the next run, so the main loop gets its turn in between.
+     */
+    while (more && (qp = QSIMPLEQ_FIRST(&core->work))) {
+        more = qp != last;
         QSIMPLEQ_REMOVE_HEAD(&core->work, next);
         qp->queued = false;
         qrdma_process_sq(core, qp);
         if (qp->state == QRDMA_QPS_ERR) {
             qrdma_flush_rq(core, qp);
         }
+    }
+    if (!QSIMPLEQ_EMPTY(&core->work)) {
+        qemu_bh_schedule(core->dp_bh);
     }
 }
 
@@ -1396,6 +1437,7 @@ void qrdma_dp_realize(QrdmaCore *core)
     core->dp_bh = qemu_bh_new_guarded(qrdma_dp_run, core,
                                       &DEVICE(core->owner)->mem_reentrancy_guard);
     QLIST_INSERT_HEAD(&qrdma_fabric, core, fabric);
+    core->port_up = qrdma_eth_link_up(core);
 }
 
 void qrdma_dp_unrealize(QrdmaCore *core)
@@ -1420,4 +1462,5 @@ void qrdma_dp_reset(QrdmaCore *core)
         }
     }
     memset(core->eq, 0, sizeof(core->eq));
+    core->port_up = qrdma_eth_link_up(core);
 }

@@ -654,6 +654,57 @@ static void test_hostile_wqe(void *obj, void *data, QGuestAllocator *alloc)
     expect_no_cqe(&e, &e.cq);
 }
 
+/*
+ * Regressions: inline data with READ and a count of SGEs past the WQE;
+ * an atomic whose SGE is too short; a QP that is its own responder and
+ * fails on its receive side (that once flushed the WQE it was running).
+ */
+static void test_hostile_more(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    Qp a, b, u;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(1, QRDMA_WR_RDMA_READ, e.data, 8, e.lkey);
+    w.flags |= QRDMA_WQE_F_INLINE;
+    w.num_sge = 255;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(2, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + DATA_PAGES * 4096
+                - 4, 4, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_LOC_LEN_ERR);
+
+    /* a UD QP sending to itself, its receive WQE bad */
+    g_assert_cmpuint(create_qp(&e, &u, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &u, 0);
+    to_rts(&e, &u, 0);
+    cmd.create_ah.pd = cpu_to_le32(e.pd);
+    memcpy(cmd.create_ah.av.dgid,
+           (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    post_recv(&e, &u, 0xe0, e.data, 64, 0x7777700);
+    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    w.ud.ah = cmpl.handle;
+    w.ud.remote_qpn = cpu_to_le32(u.qpn);
+    w.ud.remote_qkey = cpu_to_le32(0x1234);
+    post_send(&e, &u, &w);
+    expect_cqe(&e, &e.cq, 0xe0, u.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_PROT_ERR);
+    expect_cqe(&e, &e.cq, 3, u.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    w.wr_id = 4;
+    post_send(&e, &u, &w);
+    expect_cqe(&e, &e.cq, 4, u.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
+    expect_no_cqe(&e, &e.cq);
+}
+
 /* S30, S35: ERR flushes everything outstanding, in order; later posts too */
 static void test_s30_s35_flush(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -1368,6 +1419,7 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/ud-grh-qkey", "qrdma", test_ud, NULL);
     qos_add_test("dp/protection", "qrdma", test_protection, NULL);
     qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);
+    qos_add_test("dp/hostile-wqe-more", "qrdma", test_hostile_more, NULL);
     qos_add_test("dp/s30-s35-flush", "qrdma", test_s30_s35_flush, NULL);
     qos_add_test("dp/s36-s37-reset", "qrdma", test_s36_s37_reset, NULL);
     qos_add_test("dp/s11-s12-s16-destroy", "qrdma", test_s11_s12_s16_destroy,
