@@ -134,6 +134,7 @@ typedef struct QrdmaQp {
     uint32_t rq_ci;
     bool queued;                        /* on the device's work list */
     bool comm_est;                      /* first message seen */
+    bool fatal;                         /* lost a completion: QP_FATAL */
     uint8_t rnr_left;                   /* RNR retries left for this WQE */
     QEMUTimer *rnr_timer;
     struct QrdmaCore *core;

@@ -213,7 +213,7 @@ static bool qrdma_cq_full(QrdmaCore *core, QrdmaCq *cq)
     return cq->pi - cq->ci_seen >= size;
 }
 
-static void qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
+static bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
                           struct qrdma_cqe *cqe, bool solicited)
 {
     QrdmaCq *cq = qrdma_cq_of(core, cqn);
@@ -221,13 +221,13 @@ static void qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
     uint8_t phase;
 
     if (!cq || cq->overrun) {
-        return;
+        return false;
     }
     if (qrdma_cq_full(core, cq)) {
         trace_qrdma_cq_overrun(cqn);
         cq->overrun = true;
         qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
-        return;
+        return false;
     }
     off = (uint64_t)(cq->pi & ((1u << cq->log2) - 1)) * QRDMA_CQE_SIZE;
     addr = cq->ring.addr[off >> QRDMA_PAGE_SHIFT] +
@@ -250,6 +250,23 @@ static void qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
          (solicited || cqe->status != QRDMA_WC_SUCCESS))) {
         cq->armed = 0;
         qrdma_eq_post(core, cq->eq, QRDMA_EV_COMPLETION, cqn);
+    }
+    return true;
+}
+
+/*
+ * A completion of qp that its CQ cannot take (overrun): the QP can no
+ * longer report its work, a catastrophic error of the QP.  It goes to ERR
+ * at once; a flush would have nowhere to go.
+ */
+static void qrdma_qp_cq_push(QrdmaCore *core, QrdmaQp *qp, uint32_t cqn,
+                             struct qrdma_cqe *cqe, bool solicited)
+{
+    if (!qrdma_cq_push(core, cqn, cqe, solicited) && !qp->fatal) {
+        qp->fatal = true;
+        qp->state = QRDMA_QPS_ERR;
+        trace_qrdma_qp_error(qp->qpn, qp->state);
+        qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
     }
 }
 
@@ -506,7 +523,7 @@ static void qrdma_send_cqe(QrdmaCore *core, QrdmaQp *qp, uint64_t wr_id,
         .status = status,
     };
 
-    qrdma_cq_push(core, qp->send_cq, &cqe, false);
+    qrdma_qp_cq_push(core, qp, qp->send_cq, &cqe, false);
 }
 
 static void qrdma_flush_sq(QrdmaCore *core, QrdmaQp *qp)
@@ -540,7 +557,7 @@ static void qrdma_flush_rq(QrdmaCore *core, QrdmaQp *qp)
         };
 
         qrdma_dma_read(core, addr, &cqe.wr_id, sizeof(cqe.wr_id));
-        qrdma_cq_push(core, qp->recv_cq, &cqe, false);
+        qrdma_qp_cq_push(core, qp, qp->recv_cq, &cqe, false);
         qp->rq_ci++;
     }
 }
@@ -696,7 +713,7 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
     if (num > QRDMA_MAX_RECV_SGE ||
         !qrdma_sges(dc, dst, rwqe.sge, num, QRDMA_ACCESS_LOCAL_WRITE, &dit)) {
         cqe.status = QRDMA_WC_LOC_PROT_ERR;
-        qrdma_cq_push(dc, dst->recv_cq, &cqe, false);
+        qrdma_qp_cq_push(dc, dst, dst->recv_cq, &cqe, false);
         qrdma_qp_to_err(dc, dst, false);
         return QRDMA_RX_PROT;
     }
@@ -704,7 +721,7 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
     if (wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM &&
         qrdma_iter_total(&dit) < total) {
         cqe.status = QRDMA_WC_LOC_LEN_ERR;
-        qrdma_cq_push(dc, dst->recv_cq, &cqe, false);
+        qrdma_qp_cq_push(dc, dst, dst->recv_cq, &cqe, false);
         qrdma_qp_to_err(dc, dst, false);
         return QRDMA_RX_LEN;
     }
@@ -718,7 +735,7 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
     if (wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM &&
         !qrdma_copy(core, src, dc, &dit, len)) {
         cqe.status = QRDMA_WC_LOC_PROT_ERR;
-        qrdma_cq_push(dc, dst->recv_cq, &cqe, false);
+        qrdma_qp_cq_push(dc, dst, dst->recv_cq, &cqe, false);
         qrdma_qp_to_err(dc, dst, false);
         return QRDMA_RX_PROT;
     }
@@ -749,7 +766,7 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
     }
     }
     cqe.byte_len = cpu_to_le32(total);
-    qrdma_cq_push(dc, dst->recv_cq, &cqe,
+    qrdma_qp_cq_push(dc, dst, dst->recv_cq, &cqe,
                   wqe->flags & QRDMA_WQE_F_SOLICITED);
     return QRDMA_RX_OK;
 }
@@ -1388,6 +1405,7 @@ void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
         qrdma_qp_unqueue(core, qp);
         qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
         qp->comm_est = false;
+        qp->fatal = false;
         break;
     case QRDMA_QPS_ERR:
         if (from == QRDMA_QPS_ERR) {

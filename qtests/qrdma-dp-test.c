@@ -1018,6 +1018,14 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
     w.wr_id = 3;
     post_send(&e, &b, &w);
     expect_event(&e, 0, QRDMA_EV_CQ_ERR, small.cqn);
+    /* the QP whose completion was lost: QP_FATAL, and ERR */
+    expect_event(&e, 0, QRDMA_EV_QP_FATAL, b.qpn);
+    {
+        struct qrdma_query_qp_resp r;
+
+        g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, b.qpn, &r), ==, 0);
+        g_assert_cmpuint(r.attr.qp_state, ==, QRDMA_QPS_ERR);
+    }
 
     /* PORT_ERR and PORT_ACTIVE follow the link */
     rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
