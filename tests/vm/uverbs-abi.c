@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qrdma-uverbs-abi: the driver's user verbs ABI (guest-driver/qrdma-abi.h)
+ * as a provider would use it, and as a hostile program would, through the
+ * plain uverbs write() interface: there is no provider yet, and without
+ * one libibverbs ignores the device.  Runs in the guest as root with
+ * qrdma.ko loaded; prints "ok"/"not ok" lines and exits nonzero on any
+ * failure.  Built static on the host by scripts/build-driver.
+ *
+ * Checks: the ucontext answer, the doorbell page mapping, that malformed
+ * commands get an errno, S2 (real caps, no truncation), S3 (SRQ only with
+ * RC and UD), S20 (a CQ in use gives EBUSY) and S40 (state table).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <rdma/ib_user_verbs.h>
+
+#include "../../guest-driver/qrdma-abi.h"
+/* QP types, states and attribute bits: the IB verbs values. */
+#include "../../hw-rdma/qrdma-hw.h"
+
+#define PAGE 4096
+
+static int failures;
+static int checks;
+
+static void check(int ok, const char *what)
+{
+	checks++;
+	printf("%s %d - %s\n", ok ? "ok" : "not ok", checks, what);
+	if (!ok)
+		failures++;
+}
+
+/* Check that a call failed with errno @want. */
+static void check_errno(int ret, int want, const char *what)
+{
+	char buf[256];
+	int ok = ret < 0 && errno == want;
+
+	snprintf(buf, sizeof(buf), "%s: %s (want %s)", what,
+		 ret < 0 ? strerror(errno) : "succeeded", strerror(want));
+	check(ok, buf);
+}
+
+/*
+ * One legacy uverbs command: header, core command, driver command; the
+ * response (core, then driver) goes where the command's first word says.
+ */
+static int uverbs_cmd(int fd, uint32_t command, void *core, size_t core_len,
+		      const void *drv, size_t drv_len, size_t resp_len)
+{
+	struct ib_uverbs_cmd_hdr hdr = {
+		.command = command,
+		.in_words = (sizeof(hdr) + core_len + drv_len) / 4,
+		.out_words = resp_len / 4,
+	};
+	char buf[1024];
+	size_t len = sizeof(hdr) + core_len + drv_len;
+
+	memcpy(buf, &hdr, sizeof(hdr));
+	memcpy(buf + sizeof(hdr), core, core_len);
+	if (drv_len)
+		memcpy(buf + sizeof(hdr) + core_len, drv, drv_len);
+	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+static int open_qrdma(void)
+{
+	struct dirent *de;
+	char path[512], name[64];
+	DIR *d = opendir("/sys/class/infiniband_verbs");
+	int fd = -1;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(de->d_name, "uverbs", 6))
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband_verbs/%s/ibdev", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) && !strncmp(name, "qrdma", 5)) {
+			snprintf(path, sizeof(path), "/dev/infiniband/%s",
+				 de->d_name);
+			fd = open(path, O_RDWR | O_CLOEXEC);
+		}
+		fclose(f);
+		if (fd >= 0)
+			break;
+	}
+	closedir(d);
+	return fd;
+}
+
+struct ctx {
+	int fd;
+	struct qrdma_ibv_alloc_ucontext_resp uresp;
+	void *db;
+};
+
+static int get_context(int fd, const struct qrdma_ibv_alloc_ucontext *drv,
+		       struct qrdma_ibv_alloc_ucontext_resp *uresp)
+{
+	struct {
+		struct ib_uverbs_get_context_resp core;
+		struct qrdma_ibv_alloc_ucontext_resp drv;
+	} resp = {};
+	struct ib_uverbs_get_context cmd = { .response = (uintptr_t)&resp };
+	int ret;
+
+	ret = uverbs_cmd(fd, IB_USER_VERBS_CMD_GET_CONTEXT, &cmd, sizeof(cmd),
+			 drv, drv ? sizeof(*drv) : 0, sizeof(resp));
+	if (!ret && uresp)
+		*uresp = resp.drv;
+	return ret;
+}
+
+static int alloc_pd(int fd, uint32_t *pd)
+{
+	struct ib_uverbs_alloc_pd_resp resp = {};
+	struct ib_uverbs_alloc_pd cmd = { .response = (uintptr_t)&resp };
+	int ret;
+
+	ret = uverbs_cmd(fd, IB_USER_VERBS_CMD_ALLOC_PD, &cmd, sizeof(cmd),
+			 NULL, 0, sizeof(resp));
+	*pd = resp.pd_handle;
+	return ret;
+}
+
+/* A page-aligned, zeroed ring of @bytes. */
+static void *ring(size_t bytes)
+{
+	void *p = mmap(NULL, (bytes + PAGE - 1) & ~(size_t)(PAGE - 1),
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int create_cq(int fd, uint32_t cqe, const void *drv, size_t drv_len,
+		     uint32_t *handle, struct qrdma_ibv_create_cq_resp *dresp)
+{
+	struct {
+		struct ib_uverbs_create_cq_resp core;
+		struct qrdma_ibv_create_cq_resp drv;
+	} resp = {};
+	struct ib_uverbs_create_cq cmd = {
+		.response = (uintptr_t)&resp,
+		.cqe = cqe,
+		.comp_channel = -1,
+	};
+	int ret;
+
+	ret = uverbs_cmd(fd, IB_USER_VERBS_CMD_CREATE_CQ, &cmd, sizeof(cmd),
+			 drv, drv_len, sizeof(resp));
+	*handle = resp.core.cq_handle;
+	if (dresp)
+		*dresp = resp.drv;
+	return ret;
+}
+
+static int destroy_cq(int fd, uint32_t handle)
+{
+	struct ib_uverbs_destroy_cq_resp resp;
+	struct ib_uverbs_destroy_cq cmd = {
+		.response = (uintptr_t)&resp,
+		.cq_handle = handle,
+	};
+
+	return uverbs_cmd(fd, IB_USER_VERBS_CMD_DESTROY_CQ, &cmd, sizeof(cmd),
+			  NULL, 0, sizeof(resp));
+}
+
+struct qp_req {
+	uint32_t pd, cq, srq;
+	uint8_t type;
+	uint32_t send_wr, recv_wr, send_sge, recv_sge, inline_data;
+	struct qrdma_ibv_create_qp drv;
+};
+
+static int create_qp(int fd, const struct qp_req *r, uint32_t *handle,
+		     struct ib_uverbs_create_qp_resp *core,
+		     struct qrdma_ibv_create_qp_resp *dresp)
+{
+	struct {
+		struct ib_uverbs_create_qp_resp core;
+		struct qrdma_ibv_create_qp_resp drv;
+	} resp = {};
+	struct ib_uverbs_create_qp cmd = {
+		.response = (uintptr_t)&resp,
+		.pd_handle = r->pd,
+		.send_cq_handle = r->cq,
+		.recv_cq_handle = r->cq,
+		.srq_handle = r->srq,
+		.max_send_wr = r->send_wr,
+		.max_recv_wr = r->recv_wr,
+		.max_send_sge = r->send_sge,
+		.max_recv_sge = r->recv_sge,
+		.max_inline_data = r->inline_data,
+		.qp_type = r->type,
+		.is_srq = r->srq != 0,
+	};
+	int ret;
+
+	ret = uverbs_cmd(fd, IB_USER_VERBS_CMD_CREATE_QP, &cmd, sizeof(cmd),
+			 &r->drv, sizeof(r->drv), sizeof(resp));
+	*handle = resp.core.qp_handle;
+	if (core)
+		*core = resp.core;
+	if (dresp)
+		*dresp = resp.drv;
+	return ret;
+}
+
+static int destroy_qp(int fd, uint32_t handle)
+{
+	struct ib_uverbs_destroy_qp_resp resp;
+	struct ib_uverbs_destroy_qp cmd = {
+		.response = (uintptr_t)&resp,
+		.qp_handle = handle,
+	};
+
+	return uverbs_cmd(fd, IB_USER_VERBS_CMD_DESTROY_QP, &cmd, sizeof(cmd),
+			  NULL, 0, sizeof(resp));
+}
+
+static int modify_qp(int fd, uint32_t handle, uint32_t mask, uint8_t state,
+		     uint32_t qkey)
+{
+	struct ib_uverbs_modify_qp cmd = {
+		.qp_handle = handle,
+		.attr_mask = mask,
+		.qp_state = state,
+		.port_num = 1,
+		.qkey = qkey,
+	};
+
+	return uverbs_cmd(fd, IB_USER_VERBS_CMD_MODIFY_QP, &cmd, sizeof(cmd),
+			  NULL, 0, 0);
+}
+
+static int create_srq(int fd, uint32_t pd, uint32_t max_wr,
+		      const struct qrdma_ibv_create_srq *drv, uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_create_srq_resp core;
+		struct qrdma_ibv_create_srq_resp drv;
+	} resp = {};
+	struct ib_uverbs_create_srq cmd = {
+		.response = (uintptr_t)&resp,
+		.pd_handle = pd,
+		.max_wr = max_wr,
+		.max_sge = 1,
+	};
+	int ret;
+
+	ret = uverbs_cmd(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &cmd, sizeof(cmd),
+			 drv, sizeof(*drv), sizeof(resp));
+	*handle = resp.core.srq_handle;
+	return ret;
+}
+
+int main(void)
+{
+	struct qrdma_ibv_alloc_ucontext bad_ctx = { .comp_mask = 1 };
+	struct qrdma_ibv_create_cq_resp cq_resp;
+	struct qrdma_ibv_create_qp_resp qp_dresp;
+	struct ib_uverbs_create_qp_resp qp_core;
+	struct qrdma_ibv_create_cq cqd;
+	struct qrdma_ibv_create_srq srqd;
+	uint32_t pd, cq, qp, qp2, srq;
+	struct qp_req req;
+	struct ctx c = {};
+	uint32_t *ci;
+	void *cq_ring, *sq_ring, *rq_ring, *srq_ring;
+	int fd2;
+
+	c.fd = open_qrdma();
+	if (c.fd < 0) {
+		printf("not ok 1 - no uverbs device of qrdma: %s\n",
+		       strerror(errno));
+		return 1;
+	}
+
+	/* A context: comp_mask must be 0; the answer describes the device. */
+	fd2 = open_qrdma();
+	check_errno(get_context(fd2, &bad_ctx, NULL), EOPNOTSUPP,
+		    "alloc_ucontext with an unknown comp_mask");
+	close(fd2);
+	check(!get_context(c.fd, &(struct qrdma_ibv_alloc_ucontext){},
+			   &c.uresp), "alloc_ucontext");
+	check(c.uresp.sq_wqe_size == 256 && c.uresp.rq_wqe_size == 128 &&
+	      c.uresp.cqe_size == 32 && c.uresp.ring_page_size == PAGE &&
+	      c.uresp.max_send_sge == 12 && c.uresp.max_recv_sge == 7 &&
+	      c.uresp.max_inline_data == 192 && c.uresp.max_qp_wr &&
+	      c.uresp.max_cqe && c.uresp.db_page_size == PAGE,
+	      "the ucontext answer holds the WQE/CQE sizes and limits");
+
+	/* The doorbell page maps write-only at its key; nothing else does. */
+	c.db = mmap(NULL, c.uresp.db_page_size, PROT_WRITE, MAP_SHARED, c.fd,
+		    c.uresp.db_mmap_key);
+	check(c.db != MAP_FAILED, "mmap of the doorbell page");
+	check(mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, c.fd,
+		   c.uresp.db_mmap_key + PAGE) == MAP_FAILED && errno == EINVAL,
+	      "mmap at an offset that is no key fails with EINVAL");
+	check(mmap(NULL, 2 * PAGE, PROT_WRITE, MAP_SHARED, c.fd,
+		   c.uresp.db_mmap_key) == MAP_FAILED,
+	      "mmap of two pages at the doorbell key fails");
+
+	check(!alloc_pd(c.fd, &pd), "alloc_pd");
+
+	/* CQs: every malformed command gets an errno. */
+	cq_ring = ring(64 * 32);
+	ci = ring(PAGE);
+	memset(&cqd, 0, sizeof(cqd));
+	cqd.entries = 64;
+	cqd.ring_va = (uintptr_t)cq_ring;
+	cqd.ci_va = (uintptr_t)ci;
+	check_errno(create_cq(c.fd, 64, &cqd, 8, &cq, NULL), EINVAL,
+		    "create_cq with a short driver command");
+	cqd.comp_mask = 1;
+	check_errno(create_cq(c.fd, 64, &cqd, sizeof(cqd), &cq, NULL),
+		    EOPNOTSUPP, "create_cq with an unknown comp_mask");
+	cqd.comp_mask = 0;
+	cqd.entries = 48;
+	check_errno(create_cq(c.fd, 48, &cqd, sizeof(cqd), &cq, NULL), EINVAL,
+		    "create_cq with a ring that is not a power of two");
+	cqd.entries = 32;
+	check_errno(create_cq(c.fd, 64, &cqd, sizeof(cqd), &cq, NULL), EINVAL,
+		    "create_cq with a ring smaller than the CQ");
+	cqd.entries = 64;
+	cqd.ring_va = (uintptr_t)cq_ring + 64;
+	check_errno(create_cq(c.fd, 64, &cqd, sizeof(cqd), &cq, NULL), EINVAL,
+		    "create_cq with a misaligned ring");
+	cqd.ring_va = 0x1000;
+	check_errno(create_cq(c.fd, 64, &cqd, sizeof(cqd), &cq, NULL), EFAULT,
+		    "create_cq with a ring at an unmapped address");
+	cqd.ring_va = (uintptr_t)cq_ring;
+	cqd.ci_va = 0;
+	check_errno(create_cq(c.fd, 64, &cqd, sizeof(cqd), &cq, NULL), EINVAL,
+		    "create_cq without a consumer index record");
+	cqd.ci_va = (uintptr_t)ci + 2;
+	check_errno(create_cq(c.fd, 64, &cqd, sizeof(cqd), &cq, NULL), EINVAL,
+		    "create_cq with a misaligned consumer index record");
+	cqd.ci_va = (uintptr_t)ci;
+	{
+		char big[sizeof(cqd) + 8] = {};
+
+		memcpy(big, &cqd, sizeof(cqd));
+		big[sizeof(cqd) + 3] = 1;
+		check_errno(create_cq(c.fd, 64, big, sizeof(big), &cq, NULL),
+			    EOPNOTSUPP,
+			    "create_cq with unknown trailing bytes set");
+		big[sizeof(cqd) + 3] = 0;
+		check(!create_cq(c.fd, 64, big, sizeof(big), &cq, &cq_resp),
+		      "create_cq with zero trailing bytes");
+	}
+	check(cq_resp.entries == 64 && cq_resp.cqn, "create_cq answer");
+
+	/* An arm doorbell on the mapped page (the device counts refusals). */
+	if (c.db != MAP_FAILED)
+		*(volatile uint64_t *)((char *)c.db + 0x18) =
+			(uint64_t)1 << 32 | cq_resp.cqn;
+
+	/* QPs */
+	sq_ring = ring(16 * 256);
+	rq_ring = ring(16 * 128);
+	memset(&req, 0, sizeof(req));
+	req.pd = pd;
+	req.cq = cq;
+	req.type = QRDMA_QPT_RC;
+	req.send_wr = 10;
+	req.recv_wr = 10;
+	req.send_sge = 2;
+	req.recv_sge = 2;
+	req.inline_data = 64;
+	req.drv.sq_entries = 16;
+	req.drv.rq_entries = 16;
+	req.drv.sq_ring_va = (uintptr_t)sq_ring;
+	req.drv.rq_ring_va = (uintptr_t)rq_ring;
+
+	req.send_sge = 13;
+	check_errno(create_qp(c.fd, &req, &qp, NULL, NULL), EINVAL,
+		    "S2: create_qp asking for more SGEs than the device has");
+	req.send_sge = 2;
+	req.drv.sq_entries = 8;
+	check_errno(create_qp(c.fd, &req, &qp, NULL, NULL), EINVAL,
+		    "create_qp with a send ring smaller than max_send_wr");
+	req.drv.sq_entries = 16;
+	req.drv.reserved = 1;
+	check_errno(create_qp(c.fd, &req, &qp, NULL, NULL), EOPNOTSUPP,
+		    "create_qp with a reserved field set");
+	req.drv.reserved = 0;
+	req.drv.rq_ring_va = (uintptr_t)rq_ring + 8;
+	check_errno(create_qp(c.fd, &req, &qp, NULL, NULL), EINVAL,
+		    "create_qp with a misaligned receive ring");
+	req.drv.rq_ring_va = (uintptr_t)rq_ring;
+	check(!create_qp(c.fd, &req, &qp, &qp_core, &qp_dresp), "create_qp RC");
+	check(qp_core.max_send_wr >= 10 && qp_core.max_recv_wr >= 10 &&
+	      qp_core.max_send_sge >= 2 && qp_core.max_recv_sge >= 2 &&
+	      qp_core.max_inline_data >= 64 && qp_dresp.qpn == qp_core.qpn &&
+	      qp_dresp.max_send_wr == qp_core.max_send_wr,
+	      "S2: the caps returned are at least those asked for");
+
+	/* S40: RESET -> RTS is no transition; RESET -> INIT is. */
+	check_errno(modify_qp(c.fd, qp, QRDMA_QP_ATTR_STATE, QRDMA_QPS_RTS, 0), EINVAL,
+		    "S40: modify_qp RESET -> RTS");
+	check(!modify_qp(c.fd, qp, QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+			 QRDMA_QP_ATTR_ACCESS_FLAGS, QRDMA_QPS_INIT, 0),
+	      "modify_qp RESET -> INIT");
+	check_errno(modify_qp(c.fd, qp, QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_QKEY, QRDMA_QPS_RTR,
+			      7), EINVAL,
+		    "S40: modify_qp INIT -> RTR of an RC QP without its attributes");
+
+	/* S20: a CQ a QP uses cannot be destroyed; it stays usable. */
+	check_errno(destroy_cq(c.fd, cq), EBUSY, "S20: destroy_cq of a CQ in use");
+	check(!modify_qp(c.fd, qp, QRDMA_QP_ATTR_STATE, QRDMA_QPS_ERR, 0),
+	      "the QP goes on working after the refused destroy_cq");
+
+	/* S3: an SRQ only with RC and UD. */
+	srq_ring = ring(16 * 128);
+	memset(&srqd, 0, sizeof(srqd));
+	srqd.entries = 16;
+	srqd.ring_va = (uintptr_t)srq_ring;
+	check(!create_srq(c.fd, pd, 16, &srqd, &srq), "create_srq");
+	req.srq = srq;
+	req.type = QRDMA_QPT_UC;
+	req.drv.rq_entries = 0;
+	req.drv.rq_ring_va = 0;
+	check_errno(create_qp(c.fd, &req, &qp2, NULL, NULL), EINVAL,
+		    "S3: create_qp UC with an SRQ");
+	req.type = QRDMA_QPT_UD;
+	req.drv.sq_ring_va = (uintptr_t)ring(16 * 256);
+	check(!create_qp(c.fd, &req, &qp2, &qp_core, NULL) &&
+	      qp_core.max_recv_wr == 0,
+	      "S4: create_qp UD with an SRQ has no receive queue of its own");
+
+	check(!destroy_qp(c.fd, qp2), "destroy_qp UD");
+	check(!destroy_qp(c.fd, qp), "destroy_qp RC");
+	check(!destroy_cq(c.fd, cq), "destroy_cq once no QP uses it");
+
+	/* Closing the file destroys what is left: the SRQ, PD and context. */
+	close(c.fd);
+	printf("# %d/%d passed\n", checks - failures, checks);
+	return failures ? 1 : 0;
+}
