@@ -87,6 +87,19 @@ void qrdma_table_free(QrdmaTable *t, uint32_t idx)
     }
 }
 
+/* A free slot of t, or -1 after failing the command: all are in use. */
+int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t)
+{
+    int idx = qrdma_table_alloc(t);
+
+    if (idx < 0) {
+        qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
+                       "all %" PRIu32 " %s slots in use", t->max - t->first,
+                       t->name);
+    }
+    return idx;
+}
+
 /* Guest memory */
 
 /*
@@ -491,11 +504,9 @@ static uint8_t qrdma_cmd_create_uctx(QrdmaCore *core, uint32_t uctx,
         return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
                               "only the kernel creates user contexts");
     }
-    idx = qrdma_table_alloc(&core->uctx_table);
+    idx = qrdma_slot_alloc(core, &core->uctx_table);
     if (idx < 0) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " user contexts in use",
-                              core->uctx_table.max);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     u = &core->uctx[idx];
     u->handle = qrdma_table_handle(&core->uctx_table, idx);
@@ -538,12 +549,9 @@ static uint8_t qrdma_cmd_alloc_pd(QrdmaCore *core, uint32_t uctx,
                                   struct qrdma_cmpl *cmpl)
 {
     QrdmaPd *pd;
-    int idx = qrdma_table_alloc(&core->pd_table);
-
+    int idx = qrdma_slot_alloc(core, &core->pd_table);
     if (idx < 0) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " PDs in use",
-                              core->pd_table.max);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     pd = &core->pd[idx];
     pd->handle = qrdma_table_handle(&core->pd_table, idx);
@@ -580,7 +588,7 @@ static uint8_t qrdma_cmd_dealloc_pd(QrdmaCore *core, uint32_t uctx,
 
 static int qrdma_mr_alloc(QrdmaCore *core, uint32_t uctx, uint32_t pd_idx)
 {
-    int idx = qrdma_table_alloc(&core->mr_table);
+    int idx = qrdma_slot_alloc(core, &core->mr_table);
     QrdmaMr *mr;
 
     if (idx < 0) {
@@ -671,9 +679,7 @@ static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
     idx = qrdma_mr_alloc(core, uctx, pd_idx);
     if (idx < 0) {
         qrdma_pages_free(&pages);
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " MRs in use",
-                              core->mr_table.max);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     mr = &core->mr[idx];
     mr->valid = true;
@@ -710,9 +716,7 @@ static uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
     }
     idx = qrdma_mr_alloc(core, uctx, pd_idx);
     if (idx < 0) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " MRs in use",
-                              core->mr_table.max);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     mr = &core->mr[idx];
     mr->fast_reg = true;
@@ -799,12 +803,10 @@ static uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
     if (st) {
         return st;
     }
-    idx = qrdma_table_alloc(&core->cq_table);
+    idx = qrdma_slot_alloc(core, &core->cq_table);
     if (idx < 0) {
         qrdma_pages_free(&ring);
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " CQs in use",
-                              core->cq_table.max);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     cq = &core->cq[idx];
     cq->handle = qrdma_table_handle(&core->cq_table, idx);
@@ -945,12 +947,10 @@ static uint8_t qrdma_cmd_create_srq(QrdmaCore *core, uint32_t uctx,
     if (st) {
         return st;
     }
-    idx = qrdma_table_alloc(&core->srq_table);
+    idx = qrdma_slot_alloc(core, &core->srq_table);
     if (idx < 0) {
         qrdma_pages_free(&ring);
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " SRQs in use",
-                              core->srq_table.max);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     srq = &core->srq[idx];
     srq->handle = qrdma_table_handle(&core->srq_table, idx);
@@ -1093,11 +1093,9 @@ static uint8_t qrdma_cmd_create_ah(QrdmaCore *core, uint32_t uctx,
     if (st) {
         return st;
     }
-    idx = qrdma_table_alloc(&core->ah_table);
+    idx = qrdma_slot_alloc(core, &core->ah_table);
     if (idx < 0) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " AHs in use",
-                              core->ah_table.max);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     ah = &core->ah[idx];
     ah->handle = qrdma_table_handle(&core->ah_table, idx);
@@ -1186,11 +1184,9 @@ static uint8_t qrdma_cmd_attach_mcast(QrdmaCore *core, uint32_t uctx,
         return QRDMA_STATUS_OK;
     }
     if (idx < 0) {
-        idx = qrdma_table_alloc(&core->mcast_table);
+        idx = qrdma_slot_alloc(core, &core->mcast_table);
         if (idx < 0) {
-            return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                                  "all %" PRIu32 " multicast groups in use",
-                                  core->mcast_table.max);
+            return QRDMA_STATUS_NO_RESOURCES;
         }
         memcpy(core->mcast[idx].gid, c->gid, sizeof(c->gid));
         core->mcast[idx].nqp = 0;

@@ -14,6 +14,7 @@
 int qrdma_table_lookup(const QrdmaTable *t, uint32_t handle);
 uint32_t qrdma_table_handle(const QrdmaTable *t, uint32_t idx);
 int qrdma_table_alloc(QrdmaTable *t);
+int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t);
 void qrdma_table_free(QrdmaTable *t, uint32_t idx);
 
 bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len,

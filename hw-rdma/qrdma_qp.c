@@ -355,14 +355,12 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
         core->qp_table.busy[0] = true;
         core->qp_table.in_use++;
     } else {
-        idx = qrdma_table_alloc(&core->qp_table);
+        idx = qrdma_slot_alloc(core, &core->qp_table);
     }
     if (idx < 0) {
         qrdma_pages_free(&sq);
         qrdma_pages_free(&rq);
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "all %" PRIu32 " QPs in use",
-                              core->qp_table.max - 1);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
 
     qp = &core->qp[idx];
