@@ -461,6 +461,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.alloc_ucontext = qrdma_alloc_ucontext,
 	.attach_mcast = qrdma_attach_mcast,
 	.create_ah = qrdma_create_ah,
+	.create_user_ah = qrdma_create_ah,
 	.create_cq = qrdma_create_cq,
 	.create_qp = qrdma_create_qp,
 	.create_srq = qrdma_create_srq,

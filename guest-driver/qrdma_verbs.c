@@ -1492,14 +1492,13 @@ static int qrdma_qp_attr_to_params(struct qrdma_dev *dev,
 		params->cur_qp_state = attr->cur_qp_state;
 	if (attr_mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
 		params->en_sqd_async_notify = attr->en_sqd_async_notify;
-	if (attr_mask & IB_QP_ACCESS_FLAGS) {
-		if (attr->qp_access_flags & ~QRDMA_ACCESS_VALID_MASK) {
-			ibdev_dbg(&dev->ibdev, "bad QP access flags %#x\n",
-				  attr->qp_access_flags);
-			return -EINVAL;
-		}
-		params->qp_access_flags = attr->qp_access_flags;
-	}
+	/*
+	 * Access bits the device has no use for (flush, relaxed ordering...)
+	 * grant nothing it would enforce: drop them, as other drivers do.
+	 */
+	if (attr_mask & IB_QP_ACCESS_FLAGS)
+		params->qp_access_flags = attr->qp_access_flags &
+					  QRDMA_ACCESS_VALID_MASK;
 	if (attr_mask & IB_QP_PKEY_INDEX)
 		params->pkey_index = attr->pkey_index;
 	if (attr_mask & IB_QP_PORT) {

@@ -304,6 +304,7 @@ void qrdma_dp_unrealize(QrdmaCore *core);
 void qrdma_dp_reset(QrdmaCore *core);
 void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                        unsigned size);
+void qrdma_dp_drain(QrdmaCore *core);
 bool qrdma_dp_eq_reg(QrdmaCore *core, hwaddr addr, unsigned size,
                      unsigned *eq, hwaddr *reg, unsigned *width,
                      bool *writable);

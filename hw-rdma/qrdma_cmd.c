@@ -1130,6 +1130,16 @@ static uint8_t qrdma_cmd_destroy_ah(QrdmaCore *core, uint32_t uctx,
 
 /* Multicast */
 
+/* An IPv6 multicast GID, or for RoCEv2 an IPv4-mapped one (224.0.0.0/4). */
+bool qrdma_gid_is_mcast(const uint8_t *gid)
+{
+    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+    return gid[0] == 0xff ||
+           (!memcmp(gid, v4_prefix, sizeof(v4_prefix)) &&
+            (gid[12] & 0xf0) == 0xe0);
+}
+
 static int qrdma_mcast_find(QrdmaCore *core, const uint8_t *gid)
 {
     uint32_t i;
@@ -1175,7 +1185,7 @@ static uint8_t qrdma_cmd_attach_mcast(QrdmaCore *core, uint32_t uctx,
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "qp 0x%" PRIx32 " is not UD", qpn);
     }
-    if (c->gid[0] != 0xff) {
+    if (!qrdma_gid_is_mcast(c->gid)) {
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "GID is not a multicast GID");
     }
@@ -1359,6 +1369,7 @@ void qrdma_cmdq_process(void *opaque)
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
         return;
     }
+    qrdma_dp_drain(core);
 
     while (q->ci != q->pi && budget--) {
         uint32_t slot = q->ci & mask;

@@ -49,6 +49,7 @@ uint8_t qrdma_get_ah(QrdmaCore *core, uint32_t uctx, uint32_t handle,
 uint8_t qrdma_get_qp(QrdmaCore *core, uint32_t uctx, uint32_t qpn, int *idx);
 void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta);
 uint8_t qrdma_check_av(QrdmaCore *core, const struct qrdma_av *av);
+bool qrdma_gid_is_mcast(const uint8_t *gid);
 
 /* qrdma_qp.c */
 uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,

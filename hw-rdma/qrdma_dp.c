@@ -603,6 +603,16 @@ typedef enum {
     QRDMA_RX_INV_REQ,                   /* request the responder refuses */
 } QrdmaRxResult;
 
+/*
+ * The IB RNR timer encoding (min_rnr_timer 0..31) in units of 10 us:
+ * 0 is the longest, 655.36 ms.
+ */
+static const uint32_t qrdma_rnr_10us[32] = {
+    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+    384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+    24576, 32768, 49152,
+};
+
 /* Take the next receive WQE of a QP (from its SRQ if it has one). */
 static bool qrdma_take_recv(QrdmaCore *core, QrdmaQp *qp,
                             struct qrdma_rq_wqe *wqe)
@@ -1039,7 +1049,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         if (qkey & 0x80000000u) {
             qkey = le32_to_cpu(qp->attr.qkey);
         }
-        if (dgid[0] == 0xff) {
+        if (qrdma_gid_is_mcast(dgid)) {
             QrdmaCore *c;
             uint32_t g, k;
 
@@ -1168,7 +1178,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         qp->sq_ci--;
         trace_qrdma_rnr(qp->qpn, qp->rnr_left);
         timer_mod(qp->rnr_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                  (dst->attr.min_rnr_timer ? dst->attr.min_rnr_timer : 32) *
+                  (int64_t)qrdma_rnr_10us[dst->attr.min_rnr_timer & 31] *
                   10 * SCALE_US);
         return false;
     case QRDMA_RX_LEN:
@@ -1261,6 +1271,17 @@ static void qrdma_dp_run(void *opaque)
     }
     if (!QSIMPLEQ_EMPTY(&core->work)) {
         qemu_bh_schedule(core->dp_bh);
+    }
+}
+
+/*
+ * Work posted before a command runs before it: a driver that rang a
+ * doorbell and then sends a command sees the command find that work done.
+ */
+void qrdma_dp_drain(QrdmaCore *core)
+{
+    if (!QSIMPLEQ_EMPTY(&core->work)) {
+        qrdma_dp_run(core);
     }
 }
 
