@@ -1,0 +1,216 @@
+# shellcheck shell=bash
+# Guest-side setup shared by the qrdma VM tests; sourced, never run.
+#
+#   . "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
+#
+# (scripts/run-vm copies the test script to /qrdma/run; the checkout is
+# at $QRDMA_SRC.)
+#
+# qrdma_setup does everything a test needs before it talks to the device:
+# installs libqrdma (built on the host by scripts/build-provider into
+# build/provider/ of the checkout, which the guest sees read-only at
+# /qrdma/src), loads ib_core, ib_uverbs, rdma_ucm and qrdma.ko (built by
+# scripts/build-driver), gives the port's netdev $QRDMA_IP and finds the
+# RoCE v2 GID of that address.  The root file system is a throw-away
+# snapshot, so installing into /usr and /etc changes nothing on the host.
+# Afterwards: $QRDMA_DEV (qrdma0), $QRDMA_NETDEV, $QRDMA_IP, $QRDMA_GID_INDEX.
+#
+# Also the TAP plumbing of the tests: run_test NAME calls t_NAME with its
+# output in $LOGDIR/NAME.log; exit status 0 passes, 77 skips, anything else
+# fails and the log is shown as TAP comments; lines starting with "INFO: "
+# are shown either way.  describe NAME (from the test) gives the text.
+
+QRDMA_SRC_DIR=${QRDMA_SRC:-/qrdma/src}
+QRDMA_KO=${QRDMA_KO:-$QRDMA_SRC_DIR/guest-driver/qrdma.ko}
+QRDMA_PROVIDER_DIR=${QRDMA_PROVIDER_DIR:-$QRDMA_SRC_DIR/build/provider}
+QRDMA_DEV=${QRDMA_DEV:-qrdma0}
+QRDMA_IP=${QRDMA_IP:-10.0.3.15}
+QRDMA_SYS=/sys/class/infiniband/$QRDMA_DEV
+QRDMA_NETDEV=
+QRDMA_GID_INDEX=
+
+# --- TAP plumbing ---------------------------------------------------------------
+
+N=0 FAILED=0
+
+diag() { sed 's/^/# /' "$@"; }
+
+run_test() {
+    local name=$1 desc rc=0
+    desc=$(describe "$name")
+    N=$((N + 1))
+    "t_$name" >"$LOGDIR/$name.log" 2>&1 </dev/null || rc=$?
+    if [ "$rc" -eq 0 ]; then
+        echo "ok $N - $desc"
+    elif [ "$rc" -eq 77 ]; then
+        echo "ok $N - $desc # SKIP $(tail -n 1 "$LOGDIR/$name.log")"
+    else
+        echo "not ok $N - $desc"
+        diag "$LOGDIR/$name.log"
+        FAILED=$((FAILED + 1))
+    fi
+    grep '^INFO: ' "$LOGDIR/$name.log" | sed 's/^INFO: /# /' || true
+}
+
+# --- helpers ----------------------------------------------------------------------
+
+# wait_for SECONDS CMD...: until CMD succeeds, polling every 0.1 s.
+wait_for() {
+    local tries=$(($1 * 10))
+    shift
+    while ! "$@" >/dev/null 2>&1; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || return 1
+        sleep 0.1
+    done
+}
+
+# wait_listen PORT: until a TCP listener is up (pingpong and perftest
+# servers exchange QP numbers over TCP before any RDMA traffic).
+wait_listen() {
+    wait_for 20 sh -c "ss -Hltn 'sport = :$1' | grep -q ." || {
+        echo "nothing listens on TCP port $1"
+        return 1
+    }
+}
+
+# wait_listen_rdma PORT: until an rdma_cm ID listens on PORT.
+wait_listen_rdma() {
+    wait_for 20 sh -c "rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q ':$1\b'" || {
+        echo "no rdma_cm listener on port $1"
+        rdma res show cm_id
+        return 1
+    }
+}
+
+# server_client OUT PORT TIMEOUT SERVER_CMD... -- CLIENT_CMD...: start the
+# server, wait for it to listen on PORT (a TCP port, or cm:PORT for an
+# rdma_cm port), run the client; both must exit 0.  Their outputs go to
+# OUT.server and OUT.client, and are printed.
+server_client() {
+    local out=$1 port=$2 tmo=$3 spid rc=0 src=0 server=()
+    shift 3
+    while [ "$1" != -- ]; do
+        server+=("$1")
+        shift
+    done
+    shift
+    timeout "$tmo" "${server[@]}" >"$out.server" 2>&1 &
+    spid=$!
+    if ! case $port in
+             cm:*) wait_listen_rdma "${port#cm:}" ;;
+             *) wait_listen "$port" ;;
+         esac; then
+        kill "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
+        cat "$out.server"
+        return 1
+    fi
+    timeout "$tmo" "$@" >"$out.client" 2>&1 || rc=$?
+    # A server whose client failed may wait forever: not past the timeout.
+    wait "$spid" || src=$?
+    echo "--- server: ${server[*]} (exit $src)"
+    cat "$out.server"
+    echo "--- client: $* (exit $rc)"
+    cat "$out.client"
+    [ "$rc" -eq 0 ] && [ "$src" -eq 0 ]
+}
+
+# --- setup ------------------------------------------------------------------------
+
+# libqrdma into the provider directory of the guest's libibverbs.
+qrdma_install_provider() {
+    local so dir
+    so=$(ls "$QRDMA_PROVIDER_DIR"/libqrdma-rdmav*.so 2>/dev/null | head -n 1)
+    [ -n "$so" ] && [ -f "$QRDMA_PROVIDER_DIR/qrdma.driver" ] || {
+        echo "no provider in $QRDMA_PROVIDER_DIR: run scripts/build-provider on the host"
+        return 1
+    }
+    dir=$(dirname "$(ls /usr/lib/*/libibverbs/lib*-rdmav*.so | head -n 1)")
+    [ -d "$dir" ] || { echo "no libibverbs provider directory"; return 1; }
+    install -m 0644 "$so" "$dir/" &&
+        install -m 0644 "$QRDMA_PROVIDER_DIR/qrdma.driver" /etc/libibverbs.d/ || return 1
+    echo "installed $(basename "$so") into $dir"
+}
+
+qrdma_load_driver() {
+    [ -f "$QRDMA_KO" ] || { echo "no $QRDMA_KO: run scripts/build-driver on the host"; return 1; }
+    modprobe -a ib_core ib_uverbs rdma_cm rdma_ucm || return 1
+    if ! lsmod | grep -q '^qrdma '; then
+        insmod "$QRDMA_KO" || return 1
+    fi
+    wait_for 10 test -d "$QRDMA_SYS" || { echo "no $QRDMA_SYS"; return 1; }
+    wait_for 10 test -e /dev/infiniband/uverbs0 || { echo "no uverbs device"; return 1; }
+}
+
+# The netdev on the device's PCI function, up with $QRDMA_IP/24.
+qrdma_setup_netdev() {
+    local d
+    for d in "$QRDMA_SYS"/device/net/*; do
+        [ -e "$d" ] && QRDMA_NETDEV=$(basename "$d") && break
+    done
+    [ -n "$QRDMA_NETDEV" ] || { echo "no netdev under $QRDMA_SYS/device/net"; return 1; }
+    ip link set "$QRDMA_NETDEV" up || return 1
+    ip -br addr show "$QRDMA_NETDEV" | grep -q " $QRDMA_IP/" ||
+        ip addr add "$QRDMA_IP/24" dev "$QRDMA_NETDEV" || return 1
+    wait_for 10 sh -c "rdma link show $QRDMA_DEV/1 | grep -q 'state ACTIVE'" || {
+        rdma link show "$QRDMA_DEV/1"
+        return 1
+    }
+}
+
+# The index of the RoCE v2 GID of $QRDMA_IP (::ffff:a.b.c.d).
+qrdma_find_gid() {
+    local want f i
+    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${QRDMA_IP//./ })
+    for _ in $(seq 50); do
+        for f in "$QRDMA_SYS"/ports/1/gids/*; do
+            i=${f##*/}
+            if [ "$(cat "$f" 2>/dev/null)" = "$want" ] &&
+               [ "$(cat "$QRDMA_SYS/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
+                QRDMA_GID_INDEX=$i
+                return 0
+            fi
+        done
+        sleep 0.1
+    done
+    echo "no RoCE v2 GID $want"
+    return 1
+}
+
+# qrdma_setup: all of the above; prints what it did.
+qrdma_setup() {
+    qrdma_install_provider &&
+        qrdma_load_driver &&
+        qrdma_setup_netdev &&
+        qrdma_find_gid || return 1
+    echo "INFO: $QRDMA_DEV on $QRDMA_NETDEV, $QRDMA_IP, RoCE v2 GID index $QRDMA_GID_INDEX"
+}
+
+# rxe_setup: Debian's rdma_rxe on eth0 as rxe0, the reference qrdma is
+# measured against; sets RXE_GID_INDEX (its IPv4 RoCE v2 GID).
+rxe_setup() {
+    local ports=/sys/class/infiniband/rxe0/ports/1 f i
+    # modules.dep omits rdma_rxe's need of crc32_generic.
+    modprobe crc32_generic && modprobe rdma_rxe || return 1
+    [ -d /sys/class/infiniband/rxe0 ] ||
+        rdma link add rxe0 type rxe netdev eth0 || return 1
+    for _ in $(seq 50); do
+        for f in "$ports"/gids/*; do
+            i=${f##*/}
+            if [[ $(cat "$f") == 0000:0000:0000:0000:0000:ffff:* ]] &&
+               [ "$(cat "$ports/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
+                RXE_GID_INDEX=$i
+                return 0
+            fi
+        done
+        sleep 0.1
+    done
+    echo "rxe0 has no IPv4 RoCE v2 GID"
+    return 1
+}
+
+# A device counter (hw_counters of port 1), e.g. guest_errors.
+qrdma_counter() {
+    cat "$QRDMA_SYS/ports/1/hw_counters/$1"
+}

@@ -1,0 +1,63 @@
+#!/bin/bash
+# rdma-core's own test suite (its Python tests, over pyverbs) against
+# libqrdma and qrdma.ko.  Run inside the guest as root by
+#   scripts/build-driver && scripts/build-provider
+#   scripts/run-vm --script tests/vm/rdma-core-tests.sh -- \
+#       -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 -device qrdma,bus=rp0
+# The suite comes from build/provider/rdma-core-tests (build-provider copies
+# it out of the rdma-core 56.1 tree).  Prints TAP, one line per test case;
+# exits nonzero if any failed.  RDMA_CORE_TESTS="test_qp test_cq" keeps only
+# the tests whose id contains one of the words.
+set -uo pipefail
+
+# run-vm copies the script to /qrdma/run: the library is in the checkout.
+. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
+
+LOGDIR=${QRDMA_OUT:-/tmp}/rdma-core-tests
+mkdir -p "$LOGDIR"
+
+if ! qrdma_setup >"$LOGDIR/setup.log" 2>&1 ||
+   ! [ -d "$QRDMA_PROVIDER_DIR/rdma-core-tests/tests" ]; then
+    echo "1..1"
+    echo "not ok 1 - qrdma setup (provider, driver, address, GID, test suite)"
+    diag "$LOGDIR/setup.log"
+    exit 1
+fi
+grep '^INFO: ' "$LOGDIR/setup.log" | sed 's/^INFO: /# /'
+# The suite writes __pycache__ next to itself: a copy off the read-only share.
+rm -rf /tmp/rdma-core-tests
+cp -r "$QRDMA_PROVIDER_DIR/rdma-core-tests" /tmp/rdma-core-tests
+# shellcheck disable=SC2086 # the patterns are words
+timeout 1800 python3 "$QRDMA_SRC_DIR/tests/vm/rdma-core-tests.py" \
+    /tmp/rdma-core-tests/tests "$QRDMA_DEV" "$QRDMA_GID_INDEX" ${RDMA_CORE_TESTS:-} |
+    tee "$LOGDIR/qrdma.tap"
+rc=${PIPESTATUS[0]}
+
+# The same suite on rxe in the same VM, the reference: its results are
+# counted, not reported as TAP of this test.
+counts() {
+    awk -v dev="$1" '
+        /^ok / { if ($0 ~ /# SKIP/) skip++; else pass++ }
+        /^not ok / { fail++ }
+        END { printf "%-8s %7d %7d %8d\n", dev, pass, fail, skip }' "$2"
+}
+if rxe_setup >"$LOGDIR/rxe-setup.log" 2>&1; then
+    # shellcheck disable=SC2086
+    timeout 1800 python3 "$QRDMA_SRC_DIR/tests/vm/rdma-core-tests.py" \
+        /tmp/rdma-core-tests/tests rxe0 "$RXE_GID_INDEX" ${RDMA_CORE_TESTS:-} \
+        >"$LOGDIR/rxe.tap" 2>&1
+else
+    echo "# rxe setup failed"
+    diag "$LOGDIR/rxe-setup.log"
+    : >"$LOGDIR/rxe.tap"
+fi
+{
+    echo "rdma-core 56.1 tests/ (pyverbs) in one VM"
+    printf '%-8s %7s %7s %8s\n' device passed failed skipped
+    counts qrdma0 "$LOGDIR/qrdma.tap"
+    counts rxe0 "$LOGDIR/rxe.tap"
+} >"$LOGDIR/../rdma-core-suite.txt"
+sed 's/^/# /' "$LOGDIR/../rdma-core-suite.txt"
+echo "# guest_errors $(qrdma_counter guest_errors), stale_cqes $(qrdma_counter stale_cqes)"
+dmesg | grep -E 'WARNING|BUG|Oops|Call Trace' | sed 's/^/# dmesg: /' || true
+exit "$rc"
