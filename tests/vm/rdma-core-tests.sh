@@ -42,10 +42,20 @@ counts() {
         END { printf "%-8s %7d %7d %8d\n", dev, pass, fail, skip }' "$2"
 }
 if rxe_setup >"$LOGDIR/rxe-setup.log" 2>&1; then
-    # shellcheck disable=SC2086
-    timeout 1800 python3 "$QRDMA_SRC_DIR/tests/vm/rdma-core-tests.py" \
-        /tmp/rdma-core-tests/tests rxe0 "$RXE_GID_INDEX" ${RDMA_CORE_TESTS:-} \
-        >"$LOGDIR/rxe.tap" 2>&1
+    # One python per test module: one of them crashes python on rxe, and
+    # that must not take the rest of rxe's results with it.
+    : >"$LOGDIR/rxe.tap"
+    for m in /tmp/rdma-core-tests/tests/test_*.py; do
+        m=$(basename "$m" .py)
+        if [ -n "${RDMA_CORE_TESTS:-}" ] &&
+           ! grep -qwF -f <(tr ' ' '\n' <<<"$RDMA_CORE_TESTS") <<<"$m"; then
+            continue
+        fi
+        timeout 600 python3 "$QRDMA_SRC_DIR/tests/vm/rdma-core-tests.py" \
+            /tmp/rdma-core-tests/tests rxe0 "$RXE_GID_INDEX" "tests.$m." \
+            >>"$LOGDIR/rxe.tap" 2>&1 ||
+            echo "# module $m: exit $?" >>"$LOGDIR/rxe.tap"
+    done
 else
     echo "# rxe setup failed"
     diag "$LOGDIR/rxe-setup.log"
