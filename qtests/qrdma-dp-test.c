@@ -538,7 +538,7 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     expect_no_cqe(&e, &e.cq);
 }
 
-/* Protection: each violation gets its own status, and S31 for RC. */
+/* Protection: each violation gets its own status; S31 and S32 for RC. */
 static void test_protection(void *obj, void *data, QGuestAllocator *alloc)
 {
     uint32_t pd2, other_pd_key, ro_key;
@@ -587,7 +587,10 @@ static void test_protection(void *obj, void *data, QGuestAllocator *alloc)
     expect_cqe(&e, &e.cq, 0xb5, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
     expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
 
-    /* receive buffer too small: LOC_LEN_ERR there, REM_INV_REQ_ERR here */
+    /*
+     * S32: a receive-queue error (buffer too small) takes the responder to
+     * ERR with LOC_LEN_ERR; the RC requester gets REM_INV_REQ_ERR.
+     */
     post_recv(&e, &b, 0xb6, e.data + 4096 * 2, 4, e.lkey);
     w = wqe_sge(6, QRDMA_WR_SEND, e.data, 8, e.lkey);
     post_send(&e, &a, &w);
@@ -1425,7 +1428,7 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/write-read-atomic", "qrdma", test_write_read_atomic,
                  NULL);
     qos_add_test("dp/ud-grh-qkey", "qrdma", test_ud, NULL);
-    qos_add_test("dp/protection", "qrdma", test_protection, NULL);
+    qos_add_test("dp/protection-s31-s32", "qrdma", test_protection, NULL);
     qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);
     qos_add_test("dp/hostile-wqe-more", "qrdma", test_hostile_more, NULL);
     qos_add_test("dp/s30-s35-flush", "qrdma", test_s30_s35_flush, NULL);
