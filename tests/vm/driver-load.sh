@@ -149,6 +149,11 @@ t_device_attrs() {
 # libibverbs ignores the device.
 t_ibv_devinfo() {
     local out
+    # The provider, when the host built it (lib-qrdma.sh installs it).
+    if [ -d "${QRDMA_SRC:-/qrdma/src}/build/provider" ]; then
+        (. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh" &&
+            qrdma_install_provider) || true
+    fi
     out=$(ibv_devinfo -v -d "$DEV" 2>&1) || true
     echo "$out"
     if ! grep -q "hca_id:[[:space:]]*$DEV" <<<"$out"; then
