@@ -16,29 +16,11 @@ TESTS=(
     rc_pingpong write_bw link_delete dmesg_clean
 )
 
-N=0 FAILED=0 GID_INDEX=
+GID_INDEX=
 BW_GBPS=
 
-# --- TAP plumbing ---------------------------------------------------------------
-
-diag() { sed 's/^/# /' "$@"; }
-
-# run_test NAME: a test function returns nonzero on failure. Tests run in
-# an `if`, where bash ignores errexit, so each checks its steps explicitly.
-run_test() {
-    local name=$1 desc
-    desc=$(describe "$name")
-    N=$((N + 1))
-    if "t_$name" >"$LOGDIR/$name.log" 2>&1; then
-        echo "ok $N - $desc"
-    else
-        echo "not ok $N - $desc"
-        diag "$LOGDIR/$name.log"
-        FAILED=$((FAILED + 1))
-    fi
-    # Progress lines the test wants shown even on success.
-    grep '^INFO: ' "$LOGDIR/$name.log" | sed 's/^INFO: /# /' || true
-}
+# TAP plumbing and helpers (run_test, wait_listen, server_client).
+. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
 
 describe() {
     case $1 in
@@ -51,33 +33,6 @@ describe() {
         link_delete) echo "rdma link delete $DEV" ;;
         dmesg_clean) echo "dmesg has no WARNING/BUG/Oops/lockdep" ;;
     esac
-}
-
-# wait_listen PORT: until a TCP listener is up (the perftest/pingpong
-# servers exchange QP info over TCP before any RDMA traffic).
-wait_listen() {
-    local port=$1 i
-    for i in $(seq 100); do
-        ss -Hltn "sport = :$port" | grep -q . && return 0
-        sleep 0.1
-    done
-    echo "nothing listens on TCP port $port"
-    return 1
-}
-
-# server_client PORT TIMEOUT CMD...: run CMD as server, then CMD 127.0.0.1 as
-# client; succeed if both do. Outputs in $LOGDIR/{server,client}.out.
-server_client() {
-    local port=$1 tmo=$2 spid rc=0 src=0
-    shift 2
-    timeout "$tmo" "$@" >"$LOGDIR/server.out" 2>&1 &
-    spid=$!
-    wait_listen "$port" || { kill "$spid" 2>/dev/null; wait "$spid"; return 1; }
-    timeout "$tmo" "$@" 127.0.0.1 >"$LOGDIR/client.out" 2>&1 || rc=$?
-    wait "$spid" || src=$?
-    echo "--- server (exit $src)"; cat "$LOGDIR/server.out"
-    echo "--- client (exit $rc)"; cat "$LOGDIR/client.out"
-    [ $rc -eq 0 ] && [ $src -eq 0 ]
 }
 
 # --- tests ------------------------------------------------------------------------
@@ -127,16 +82,20 @@ t_gid_index() {
 
 t_rc_pingpong() {
     [ -n "$GID_INDEX" ] || { echo "no GID index"; return 1; }
-    server_client 18515 60 ibv_rc_pingpong -d "$DEV" -g "$GID_INDEX" -n 200 || return 1
-    grep -E 'bytes in .* seconds' "$LOGDIR/client.out" | sed 's/^/INFO: /'
+    server_client "$LOGDIR/rc_pingpong" 18515 60 \
+        ibv_rc_pingpong -d "$DEV" -g "$GID_INDEX" -n 200 -- \
+        ibv_rc_pingpong -d "$DEV" -g "$GID_INDEX" -n 200 127.0.0.1 || return 1
+    grep -E 'bytes in .* seconds' "$LOGDIR/rc_pingpong.client" | sed 's/^/INFO: /'
 }
 
 t_write_bw() {
     [ -n "$GID_INDEX" ] || { echo "no GID index"; return 1; }
-    server_client 18515 120 ib_write_bw -d "$DEV" -x "$GID_INDEX" -F \
-        --report_gbits -s 65536 -n 1000 || return 1
+    local bw=(ib_write_bw -d "$DEV" -x "$GID_INDEX" -F --report_gbits
+              -s 65536 -n 1000)
+    server_client "$LOGDIR/write_bw" 18515 120 "${bw[@]}" -- \
+        "${bw[@]}" 127.0.0.1 || return 1
     # Result row: #bytes #iterations BW-peak BW-average MsgRate.
-    BW_GBPS=$(awk '$1 == 65536 && $2 == 1000 {print $4}' "$LOGDIR/client.out" | tail -n 1)
+    BW_GBPS=$(awk '$1 == 65536 && $2 == 1000 {print $4}' "$LOGDIR/write_bw.client" | tail -n 1)
     [ -n "$BW_GBPS" ] || { echo "no result row"; return 1; }
     echo "INFO: ib_write_bw average $BW_GBPS Gb/s"
     awk -v bw="$BW_GBPS" 'BEGIN {exit !(bw > 0)}'
