@@ -209,6 +209,36 @@ uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size)
     return DIV_ROUND_UP((uint64_t)entry_size << log2, QRDMA_PAGE_SIZE);
 }
 
+/*
+ * S2 for one work queue: max_wr requests of max_sge SGEs fit the device
+ * limits, and the ring the driver made (2^log2 entries of wqe_size bytes
+ * on npages pages) holds them.
+ */
+uint8_t qrdma_check_wq(QrdmaCore *core, const char *what, uint32_t max_wr,
+                       uint32_t limit_wr, uint32_t max_sge,
+                       uint32_t limit_sge, uint32_t log2, uint32_t npages,
+                       uint32_t wqe_size)
+{
+    if (max_wr > limit_wr || max_sge > limit_sge) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "%s queue of %" PRIu32 " WRs of %" PRIu32
+                              " SGEs is over the device limits", what,
+                              max_wr, max_sge);
+    }
+    if (log2 > 31 || (1u << log2) < MAX(max_wr, 1) ||
+        (1u << log2) > limit_wr) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "%s ring of 2^%" PRIu32 " for %" PRIu32 " WRs",
+                              what, log2, max_wr);
+    }
+    if (npages != qrdma_ring_pages(log2, wqe_size)) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "%s ring of 2^%" PRIu32 " on %" PRIu32 " pages",
+                              what, log2, npages);
+    }
+    return QRDMA_STATUS_OK;
+}
+
 /* Write a command's answer to the buffer it named. */
 uint8_t qrdma_reply(QrdmaCore *core, const struct qrdma_cmd_query *q,
                     const void *resp, size_t len)
@@ -926,21 +956,11 @@ static uint8_t qrdma_cmd_create_srq(QrdmaCore *core, uint32_t uctx,
     if (st) {
         return st;
     }
-    if (max_wr > core->limits.max_srq_wr || max_sge > QRDMA_MAX_RECV_SGE) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "SRQ of %" PRIu32 " WRs of %" PRIu32 " SGEs "
-                              "is over the limits", max_wr, max_sge);
-    }
-    if (log2 > 31 || (1u << log2) < MAX(max_wr, 1) ||
-        (1u << log2) > core->limits.max_srq_wr) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "SRQ ring of 2^%" PRIu32 " for %" PRIu32
-                              " WRs", log2, max_wr);
-    }
-    if (npages != qrdma_ring_pages(log2, QRDMA_RQ_WQE_SIZE)) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "SRQ ring of 2^%" PRIu32 " on %" PRIu32
-                              " pages", log2, npages);
+    st = qrdma_check_wq(core, "shared receive", max_wr,
+                        core->limits.max_srq_wr, max_sge, QRDMA_MAX_RECV_SGE,
+                        log2, npages, QRDMA_RQ_WQE_SIZE);
+    if (st) {
+        return st;
     }
     st = qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages, npages,
                           QRDMA_PAGE_SHIFT, &ring);

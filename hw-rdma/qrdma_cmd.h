@@ -26,6 +26,10 @@ uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
                          uint32_t max, unsigned page_shift, QrdmaPages *out);
 void qrdma_pages_free(QrdmaPages *pages);
 uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size);
+uint8_t qrdma_check_wq(QrdmaCore *core, const char *what, uint32_t max_wr,
+                       uint32_t limit_wr, uint32_t max_sge,
+                       uint32_t limit_sge, uint32_t log2, uint32_t npages,
+                       uint32_t wqe_size);
 /* Write a command's answer to the buffer the query command names. */
 uint8_t qrdma_reply(QrdmaCore *core, const struct qrdma_cmd_query *q,
                     const void *resp, size_t len);

@@ -216,27 +216,19 @@ static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
                                    const struct qrdma_cmd_create_qp *c,
                                    bool has_srq)
 {
-    uint32_t max_send_wr = le32_to_cpu(c->max_send_wr);
-    uint32_t max_recv_wr = le32_to_cpu(c->max_recv_wr);
     uint32_t max_wr = core->limits.max_qp_wr;
+    uint8_t st;
 
-    if (max_send_wr > max_wr ||
-        le32_to_cpu(c->max_send_sge) > QRDMA_MAX_SEND_SGE ||
-        le32_to_cpu(c->max_inline_data) > QRDMA_MAX_INLINE) {
+    if (le32_to_cpu(c->max_inline_data) > QRDMA_MAX_INLINE) {
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "send queue caps over the device limits");
+                              "inline data over the device limit");
     }
-    if (c->sq_log2 > 31 || (1u << c->sq_log2) < MAX(max_send_wr, 1) ||
-        (1u << c->sq_log2) > max_wr) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "send ring of 2^%u for %" PRIu32 " WRs",
-                              c->sq_log2, max_send_wr);
-    }
-    if (le32_to_cpu(c->sq_npages) !=
-        qrdma_ring_pages(c->sq_log2, QRDMA_SQ_WQE_SIZE)) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "send ring of 2^%u on %" PRIu32 " pages",
-                              c->sq_log2, le32_to_cpu(c->sq_npages));
+    st = qrdma_check_wq(core, "send", le32_to_cpu(c->max_send_wr), max_wr,
+                        le32_to_cpu(c->max_send_sge), QRDMA_MAX_SEND_SGE,
+                        c->sq_log2, le32_to_cpu(c->sq_npages),
+                        QRDMA_SQ_WQE_SIZE);
+    if (st) {
+        return st;
     }
 
     /* S4: with an SRQ the receive caps are ignored. */
@@ -247,24 +239,10 @@ static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
         }
         return QRDMA_STATUS_OK;
     }
-    if (max_recv_wr > max_wr ||
-        le32_to_cpu(c->max_recv_sge) > QRDMA_MAX_RECV_SGE) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "receive queue caps over the device limits");
-    }
-    if (c->rq_log2 > 31 || (1u << c->rq_log2) < MAX(max_recv_wr, 1) ||
-        (1u << c->rq_log2) > max_wr) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "receive ring of 2^%u for %" PRIu32 " WRs",
-                              c->rq_log2, max_recv_wr);
-    }
-    if (le32_to_cpu(c->rq_npages) !=
-        qrdma_ring_pages(c->rq_log2, QRDMA_RQ_WQE_SIZE)) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "receive ring of 2^%u on %" PRIu32 " pages",
-                              c->rq_log2, le32_to_cpu(c->rq_npages));
-    }
-    return QRDMA_STATUS_OK;
+    return qrdma_check_wq(core, "receive", le32_to_cpu(c->max_recv_wr), max_wr,
+                          le32_to_cpu(c->max_recv_sge), QRDMA_MAX_RECV_SGE,
+                          c->rq_log2, le32_to_cpu(c->rq_npages),
+                          QRDMA_RQ_WQE_SIZE);
 }
 
 uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
