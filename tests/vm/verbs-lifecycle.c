@@ -5,12 +5,18 @@
  *   S1   ibv_create_qp returns NULL with errno set when it fails;
  *   S15  ibv_destroy_qp waits for an unacknowledged affiliated async event
  *        of the QP (here QP_LAST_WQE_REACHED);
- *   S22  ibv_destroy_cq waits for an unacknowledged CQ_ERR of the CQ.
+ *   S22  ibv_destroy_cq waits for an unacknowledged CQ_ERR of the CQ;
  *
- *   verbs-lifecycle DEVICE       prints TAP, exits 1 on any failure
+ * and the other rules of /work/shared/SEMANTICS.md that the driver or the
+ * provider decides or that only show end to end (S2-S7, S10-S14, S16,
+ * S20, S21, S30-S38), each test named by its id.  Pairs of RC/UC/UD QPs
+ * of the device talk over its loopback fabric with the port's IPv4-mapped
+ * RoCE v2 GID.
+ *
+ *   verbs-lifecycle DEVICE [GID_INDEX]   prints TAP, exits 1 on any failure
  *
  * Built on the host against rdma-core 56.1 by scripts/build-provider and
- * run in the guest by tests/vm/provider-semantics.sh.
+ * run in the guest by tests/vm/verbs-lifecycle.sh.
  */
 #include <errno.h>
 #include <poll.h>
@@ -124,6 +130,266 @@ static int to_init_then_err(struct ibv_qp *qp)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+/* ---- Two QPs of one device over its loopback fabric ---- */
+
+static struct ibv_context *g_ctx;
+static struct ibv_pd *g_pd;
+static struct ibv_mr *g_mr;
+static struct ibv_ah *g_ah;
+static union ibv_gid g_gid;
+static int g_gidx = -1;
+static char g_buf[65536];
+#define QKEY 0x11111111
+
+static int find_gid(void)
+{
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	int i;
+
+	if (ibv_query_port(g_ctx, 1, &pa))
+		return -1;
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		if (ibv_query_gid_ex(g_ctx, 1, i, &e, 0))
+			continue;
+		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+		    !memcmp(e.gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+			return i;
+	}
+	return -1;
+}
+
+static struct ibv_qp *mkqp(enum ibv_qp_type t, struct ibv_cq *scq,
+			   struct ibv_cq *rcq, struct ibv_srq *srq, int sig_all)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = scq, .recv_cq = rcq, .srq = srq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = t, .sq_sig_all = sig_all,
+	};
+
+	return ibv_create_qp(g_pd, &init);
+}
+
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
+		return -1;
+	return a.qp_state;
+}
+
+static int set_state(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr a = { .qp_state = st };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qkey = QKEY,
+				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+						    IBV_ACCESS_REMOTE_WRITE };
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	mask |= qp->qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS;
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+/* RESET (or INIT) -> RTR, talking to remote_qpn (ignored for UD). */
+static int to_rtr(struct ibv_qp *qp, uint32_t remote_qpn)
+{
+	struct ibv_qp_attr a;
+	int mask;
+
+	if (qp_state(qp) == IBV_QPS_RESET && to_init(qp))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	mask = IBV_QP_STATE;
+	if (qp->qp_type != IBV_QPT_UD) {
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = remote_qpn;
+		a.rq_psn = 0;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = g_gid;
+		a.ah_attr.grh.sgid_index = g_gidx;
+		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.port_num = 1;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+		if (qp->qp_type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = 1;
+			a.min_rnr_timer = 1;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	if (ibv_modify_qp(qp, &a, mask)) {
+		printf("# RTR: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* RESET (or INIT) -> RTS, talking to remote_qpn (ignored for UD). */
+static int to_rts(struct ibv_qp *qp, uint32_t remote_qpn)
+{
+	struct ibv_qp_attr a;
+	int mask;
+
+	if (to_rtr(qp, remote_qpn))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC) {
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	if (ibv_modify_qp(qp, &a, mask)) {
+		printf("# RTS: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int psend(struct ibv_qp *qp, uint64_t id, int off, int len, int flags,
+		 uint32_t lkey, uint32_t remote_qpn)
+{
+	struct ibv_sge sge = { (uintptr_t)g_buf + off, len, lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = flags }, *bad;
+
+	wr.wr.ud.ah = g_ah;
+	wr.wr.ud.remote_qpn = remote_qpn;
+	wr.wr.ud.remote_qkey = QKEY;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int precv(struct ibv_qp *qp, uint64_t id, int off, int len,
+		 uint32_t lkey)
+{
+	struct ibv_sge sge = { (uintptr_t)g_buf + off, len, lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int srecv(struct ibv_srq *srq, uint64_t id, int off, int len)
+{
+	struct ibv_sge sge = { (uintptr_t)g_buf + off, len, g_mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+static long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Up to want completions within ms milliseconds; how many came. */
+static int pollw(struct ibv_cq *cq, struct ibv_wc *wc, int want, int ms)
+{
+	long end = ms_now() + ms;
+	int got = 0, r;
+
+	while (got < want) {
+		r = ibv_poll_cq(cq, want - got, wc + got);
+		if (r < 0)
+			return got;
+		got += r;
+		if (!r) {
+			if (ms_now() > end)
+				break;
+			usleep(1000);
+		}
+	}
+	return got;
+}
+
+/* How many completions come within ms (all drained, up to 64 kept). */
+static int quiet(struct ibv_cq *cq, int ms)
+{
+	struct ibv_wc wc[64];
+
+	return pollw(cq, wc, 64, ms);
+}
+
+static void show_wc(const char *who, struct ibv_wc *wc, int k)
+{
+	int i;
+
+	for (i = 0; i < k; i++)
+		printf("# %s wc: id %llu status %s opcode %d qp %u\n", who,
+		       (unsigned long long)wc[i].wr_id,
+		       ibv_wc_status_str(wc[i].status), wc[i].opcode,
+		       wc[i].qp_num);
+}
+
+struct pair {
+	struct ibv_cq *ca, *cb;
+	struct ibv_qp *a, *b;
+};
+
+/* a -> b of type t, each with its own CQ; connected unless !conn. */
+static bool mkpair(struct pair *p, enum ibv_qp_type t, int sig_all)
+{
+	memset(p, 0, sizeof(*p));
+	p->ca = ibv_create_cq(g_ctx, 64, NULL, NULL, 0);
+	p->cb = ibv_create_cq(g_ctx, 64, NULL, NULL, 0);
+	if (!p->ca || !p->cb)
+		return false;
+	p->a = mkqp(t, p->ca, p->ca, NULL, sig_all);
+	p->b = mkqp(t, p->cb, p->cb, NULL, sig_all);
+	if (!p->a || !p->b)
+		return false;
+	return !to_rts(p->a, p->b->qp_num) && !to_rts(p->b, p->a->qp_num);
+}
+
+static void rmpair(struct pair *p)
+{
+	if (p->a)
+		ibv_destroy_qp(p->a);
+	if (p->b)
+		ibv_destroy_qp(p->b);
+	if (p->ca)
+		ibv_destroy_cq(p->ca);
+	if (p->cb)
+		ibv_destroy_cq(p->cb);
+	memset(p, 0, sizeof(*p));
+}
+
+static bool flushed_in_order(struct ibv_wc *wc, int k, uint64_t first)
+{
+	int i;
+
+	for (i = 0; i < k; i++)
+		if (wc[i].status != IBV_WC_WR_FLUSH_ERR ||
+		    wc[i].wr_id != first + i)
+			return false;
+	return true;
+}
+
+static void more_tests(struct ibv_device_attr *attr);
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "qrdma0";
@@ -142,6 +408,8 @@ int main(int argc, char **argv)
 	static char buf[4096];
 	int i, nrecv;
 
+	if (argc > 2)
+		g_gidx = atoi(argv[2]);
 	for (i = 0; list && list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
@@ -149,7 +417,7 @@ int main(int argc, char **argv)
 		printf("1..1\nnot ok 1 - open %s\n", name);
 		return 1;
 	}
-	printf("1..6\n");
+	printf("1..%d\n", 6 + 46);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
@@ -236,10 +504,645 @@ int main(int argc, char **argv)
 			   "the destroy returns at once: the kernel reports no "
 			   "async event read for the CQ");
 
+	g_ctx = ctx;
+	g_pd = pd;
+	more_tests(&attr);
+
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	return failed ? 1 : 0;
+}
+
+static void more_tests(struct ibv_device_attr *attr)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_wc wc[64];
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16,
+						   .max_sge = 1 } };
+	struct ibv_srq *srq;
+	struct ibv_qp *q[3], *x, *y;
+	struct ibv_cq *c1, *c2;
+	struct pair p;
+	bool ok;
+	int i, k, r, st;
+
+	g_mr = ibv_reg_mr(g_pd, g_buf, sizeof(g_buf),
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (g_gidx < 0)
+		g_gidx = find_gid();
+	if (g_gidx >= 0 && !ibv_query_gid(g_ctx, 1, g_gidx, &g_gid)) {
+		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+
+		aa.grh.dgid = g_gid;
+		aa.grh.sgid_index = g_gidx;
+		aa.grh.hop_limit = 64;
+		g_ah = ibv_create_ah(g_pd, &aa);
+	}
+	printf("# GID index %d, mr %p, ah %p\n", g_gidx, (void *)g_mr,
+	       (void *)g_ah);
+	c1 = ibv_create_cq(g_ctx, 64, NULL, NULL, 0);
+
+	/* S2 */
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = c1;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 3;
+	ia.cap.max_recv_wr = 5;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = 16;
+	x = ibv_create_qp(g_pd, &ia);
+	ok = x && ia.cap.max_send_wr >= 3 && ia.cap.max_recv_wr >= 5 &&
+	     ia.cap.max_send_sge >= 1 && ia.cap.max_recv_sge >= 1 &&
+	     ia.cap.max_inline_data >= 16;
+	printf("# caps %u %u %u %u %u\n", ia.cap.max_send_wr,
+	       ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge,
+	       ia.cap.max_inline_data);
+	check(ok, "S2: written-back caps are >= those requested");
+	if (x)
+		ibv_destroy_qp(x);
+	ia.cap.max_inline_data = 0;
+	/*
+	 * Over the send SGE limit.  (qrdma advertises max_sge 7, the receive
+	 * limit, but takes up to 12 send SGEs: 8 is not refused.)
+	 */
+	ia.cap.max_send_sge = 1024;
+	errno = 0;
+	x = ibv_create_qp(g_pd, &ia);
+	r = errno;
+	if (x)
+		ibv_destroy_qp(x);
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = attr->max_sge + 1;
+	errno = 0;
+	y = ibv_create_qp(g_pd, &ia);
+	if (y || errno != EINVAL) {
+		printf("# max_recv_sge %d: %p %s\n", attr->max_sge + 1,
+		       (void *)y, strerror(errno));
+		r = errno ? errno : -1;
+	}
+	if (y)
+		ibv_destroy_qp(y);
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_recv_wr = attr->max_qp_wr + 1;
+	errno = 0;
+	y = ibv_create_qp(g_pd, &ia);
+	if (x || r != EINVAL || y || errno != EINVAL)
+		printf("# max_sge %d: %p %s; max_qp_wr %d: %p %s\n",
+		       attr->max_sge, (void *)x, strerror(r), attr->max_qp_wr,
+		       (void *)y, strerror(errno));
+	check(!x && r == EINVAL && !y && errno == EINVAL,
+	      "S2: max_send_sge, max_recv_sge or max_recv_wr over the limit gives EINVAL");
+	if (y)
+		ibv_destroy_qp(y);
+
+	/* S3, S7 */
+	q[0] = mkqp(IBV_QPT_RC, c1, c1, NULL, 0);
+	q[1] = mkqp(IBV_QPT_UC, c1, c1, NULL, 0);
+	q[2] = mkqp(IBV_QPT_UD, c1, c1, NULL, 0);
+	check(q[0] && q[1] && q[2] && q[0]->qp_type == IBV_QPT_RC &&
+	      q[1]->qp_type == IBV_QPT_UC && q[2]->qp_type == IBV_QPT_UD,
+	      "S3: RC, UC and UD QPs can be created");
+	srq = ibv_create_srq(g_pd, &sia);
+	errno = 0;
+	x = srq ? mkqp(IBV_QPT_UC, c1, c1, srq, 0) : NULL;
+	check(srq && !x && errno, "S3: a UC QP with an SRQ is refused");
+	if (x)
+		ibv_destroy_qp(x);
+	ok = q[0] && q[1] && q[2];
+	for (i = 0; ok && i < 3; i++)
+		ok = qp_state(q[i]) == IBV_QPS_RESET;
+	check(ok, "S7: a new QP is in RESET (ibv_query_qp)");
+	check(ok && q[0]->qp_num != q[1]->qp_num &&
+	      q[0]->qp_num != q[2]->qp_num && q[1]->qp_num != q[2]->qp_num,
+	      "S7: live QPs have distinct qp_num");
+	for (i = 0; i < 3; i++)
+		if (q[i])
+			ibv_destroy_qp(q[i]);
+
+	/* S4 */
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = c1;
+	ia.srq = srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_wr = attr->max_qp_wr + 1;
+	ia.cap.max_recv_sge = attr->max_sge + 1;
+	x = srq ? ibv_create_qp(g_pd, &ia) : NULL;
+	if (!x)
+		printf("# create: %s\n", strerror(errno));
+	check(x != NULL, "S4: with an SRQ, max_recv_wr/max_recv_sge are ignored");
+	if (x)
+		ibv_destroy_qp(x);
+	if (srq)
+		ibv_destroy_srq(srq);
+
+	/* S5 */
+	ok = mkpair(&p, IBV_QPT_RC, 0);
+	for (i = 0; ok && i < 4; i++)
+		ok = !precv(p.b, i, 4096 + 64 * i, 64, g_mr->lkey);
+	ok = ok && !psend(p.a, 1, 0, 8, 0, g_mr->lkey, 0) &&
+	     !psend(p.a, 2, 0, 8, IBV_SEND_SIGNALED, g_mr->lkey, 0);
+	k = ok ? pollw(p.cb, wc, 2, 2000) : 0;
+	r = ok ? pollw(p.ca, wc + 2, 2, 300) : 0;
+	if (!(k == 2 && r == 1 && wc[2].wr_id == 2)) {
+		printf("# recv %d send %d\n", k, r);
+		show_wc("send", wc + 2, r);
+	}
+	check(k == 2 && r == 1 && wc[2].wr_id == 2 &&
+	      wc[2].status == IBV_WC_SUCCESS,
+	      "S5: sq_sig_all clear: only the SIGNALED send completes");
+	rmpair(&p);
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	for (i = 0; ok && i < 4; i++)
+		ok = !precv(p.b, i, 4096 + 64 * i, 64, g_mr->lkey);
+	ok = ok && !psend(p.a, 1, 0, 8, 0, g_mr->lkey, 0) &&
+	     !psend(p.a, 2, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(p.cb, wc, 2, 2000) : 0;
+	r = ok ? pollw(p.ca, wc + 2, 3, 300) : 0;
+	if (!(k == 2 && r == 2))
+		printf("# recv %d send %d\n", k, r);
+	check(k == 2 && r == 2, "S5: sq_sig_all set: every send completes");
+	rmpair(&p);
+
+	/* S5: errors complete even unsignaled */
+	ok = mkpair(&p, IBV_QPT_RC, 0);
+	ok = ok && !precv(p.b, 1, 4096, 64, g_mr->lkey) &&
+	     !psend(p.a, 1, 0, 8, 0, 0x7777, 0);
+	k = ok ? pollw(p.ca, wc, 1, 2000) : 0;
+	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && wc[0].wr_id == 1,
+	      "S5: an unsignaled send that fails still completes");
+	rmpair(&p);
+
+	/* S10, S11, S36: sends left pending (RNR: the peer has no receive) */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	for (i = 0; ok && i < 3; i++)
+		ok = !psend(p.a, i, 0, 8, 0, g_mr->lkey, 0);
+	usleep(100000);
+	ok = ok && !set_state(p.a, IBV_QPS_RESET);
+	k = ok ? quiet(p.ca, 300) : -1;
+	if (k)
+		printf("# %d completions after RESET\n", k);
+	check(k == 0, "S36: RESET drops pending sends: no completion polled");
+	ok = ok && !to_rts(p.a, p.b->qp_num);
+	for (i = 0; ok && i < 3; i++)
+		ok = !psend(p.a, i, 0, 8, 0, g_mr->lkey, 0);
+	usleep(100000);
+	r = ok ? ibv_destroy_qp(p.a) : -1;
+	if (!r)
+		p.a = NULL;
+	k = !r ? quiet(p.ca, 300) : -1;
+	printf("# destroy %d, then %d completions\n", r, k);
+	check(r == 0, "S10: an RTS QP with sends pending can be destroyed");
+	check(k == 0, "S11: its pending sends give no completion afterwards");
+	rmpair(&p);
+
+	/* S10: SQD, where the device has it */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	r = ok ? set_state(p.a, IBV_QPS_SQD) : -1;
+	if (ok && r) {
+		printf("ok %d - S10: a QP in SQD can be destroyed # SKIP "
+		       "no SQD (%s)\n", ++n, strerror(errno));
+	} else {
+		st = ok ? qp_state(p.a) : -1;
+		r = ok ? ibv_destroy_qp(p.a) : -1;
+		if (!r)
+			p.a = NULL;
+		printf("# state %d, destroy %d\n", st, r);
+		check(r == 0, "S10: a QP in SQD can be destroyed");
+	}
+	rmpair(&p);
+
+	/* S6 */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	memset(&ia, 0, sizeof(ia));
+	if (ok)
+		ibv_query_qp(p.a, &qa, IBV_QP_CAP, &ia);
+	printf("# max_inline_data %u\n", ia.cap.max_inline_data);
+	ok = ok && ia.cap.max_inline_data >= 16;
+	memset(g_buf + 4096, 0, 64);
+	memcpy(g_buf, "inline-original!", 16);
+	ok = ok && !precv(p.b, 7, 4096, 64, g_mr->lkey) &&
+	     !psend(p.a, 7, 0, 16, IBV_SEND_INLINE, 0, 0);
+	memcpy(g_buf, "OVERWRITTEN-----", 16);
+	k = ok ? pollw(p.cb, wc, 1, 2000) : 0;
+	if (k == 1)
+		printf("# got %.16s\n", g_buf + 4096);
+	check(k == 1 && wc[0].status == IBV_WC_SUCCESS &&
+	      !memcmp(g_buf + 4096, "inline-original!", 16),
+	      "S6: inline data is taken at post time");
+	rmpair(&p);
+
+	/* S10, S14: destroy in each state, with outstanding WRs */
+	{
+		static const enum ibv_qp_state sts[] = {
+			IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
+			IBV_QPS_RTS, IBV_QPS_ERR };
+		int bad = 0;
+
+		for (i = 0; i < 5; i++) {
+			x = mkqp(IBV_QPT_RC, c1, c1, NULL, 0);
+			if (!x) {
+				bad++;
+				continue;
+			}
+			if (sts[i] >= IBV_QPS_INIT)
+				to_init(x);
+			if (sts[i] >= IBV_QPS_INIT)
+				precv(x, i, 8192, 64, g_mr->lkey);
+			if (sts[i] == IBV_QPS_RTR)
+				to_rtr(x, x->qp_num);
+			if (sts[i] >= IBV_QPS_RTS)
+				to_rts(x, x->qp_num);
+			if (sts[i] == IBV_QPS_ERR)
+				set_state(x, IBV_QPS_ERR);
+			st = qp_state(x);
+			r = ibv_destroy_qp(x);
+			if (r || st != (int)sts[i]) {
+				printf("# state %d (want %d) destroy %d\n",
+				       st, sts[i], r);
+				bad++;
+			}
+		}
+		quiet(c1, 200);
+		check(!bad, "S10/S14: destroy returns 0 in RESET, INIT, RTR, RTS, ERR (receives posted)");
+	}
+	/* SQE: a UD QP after a send error */
+	ok = mkpair(&p, IBV_QPT_UD, 1);
+	ok = ok && !psend(p.a, 1, 0, 8, 0, 0x7777, p.b->qp_num);
+	k = ok ? pollw(p.ca, wc, 1, 2000) : 0;
+	st = ok ? qp_state(p.a) : -1;
+	printf("# UD send with a bad lkey: %d wc, status %s, state %d\n", k,
+	       k ? ibv_wc_status_str(wc[0].status) : "-", st);
+	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && st == IBV_QPS_SQE,
+	      "S31: a UD send-queue error moves the QP to SQE");
+	ok = ok && !precv(p.a, 2, 4096, 128, g_mr->lkey) &&
+	     !psend(p.b, 2, 0, 8, 0, g_mr->lkey, p.a->qp_num);
+	k = ok ? pollw(p.ca, wc, 1, 2000) : 0;
+	if (k != 1 || wc[0].status != IBV_WC_SUCCESS)
+		show_wc("a", wc, k);
+	quiet(p.cb, 100);
+	check(k == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 2,
+	      "S31: in SQE the receive queue goes on working");
+	r = ok ? ibv_destroy_qp(p.a) : -1;
+	if (!r)
+		p.a = NULL;
+	check(r == 0, "S10: a QP in SQE can be destroyed");
+	rmpair(&p);
+
+	/* S31 UC */
+	ok = mkpair(&p, IBV_QPT_UC, 1);
+	ok = ok && !psend(p.a, 1, 0, 8, 0, 0x7777, 0);
+	k = ok ? pollw(p.ca, wc, 1, 2000) : 0;
+	st = ok ? qp_state(p.a) : -1;
+	printf("# UC send with a bad lkey: %d wc, status %s, state %d\n", k,
+	       k ? ibv_wc_status_str(wc[0].status) : "-", st);
+	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && st == IBV_QPS_SQE,
+	      "S31: a UC send-queue error moves the QP to SQE");
+	rmpair(&p);
+
+	/* S31 RC */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	ok = ok && !precv(p.b, 1, 4096, 64, g_mr->lkey) &&
+	     !psend(p.a, 1, 0, 8, 0, 0x7777, 0);
+	k = ok ? pollw(p.ca, wc, 1, 2000) : 0;
+	st = ok ? qp_state(p.a) : -1;
+	printf("# RC send with a bad lkey: %d wc, status %s, state %d\n", k,
+	       k ? ibv_wc_status_str(wc[0].status) : "-", st);
+	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && st == IBV_QPS_ERR,
+	      "S31: an RC send-queue error moves the QP to ERR");
+	rmpair(&p);
+
+	/* S32: receive error (bad lkey in the receive WR) */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	ok = ok && !precv(p.b, 1, 4096, 64, 0x7777) &&
+	     !psend(p.a, 1, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(p.cb, wc, 1, 2000) : 0;
+	r = ok ? pollw(p.ca, wc + 1, 1, 2000) : 0;
+	st = ok ? qp_state(p.b) : -1;
+	printf("# RC receive with a bad lkey: %d wc, status %s, state %d\n",
+	       k, k ? ibv_wc_status_str(wc[0].status) : "-", st);
+	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && st == IBV_QPS_ERR,
+	      "S32: a receive-queue error moves the responder to ERR");
+	st = ok ? qp_state(p.a) : -1;
+	printf("# its requester: %d wc, status %s, state %d\n",
+	       r, r ? ibv_wc_status_str(wc[1].status) : "-", st);
+	check(r == 1 && wc[1].status != IBV_WC_SUCCESS && st == IBV_QPS_ERR,
+	      "S32: an RC requester whose remote reports an error goes to ERR");
+	rmpair(&p);
+
+	/* S30, S16: one receive completes, then ERR flushes the rest */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	for (i = 0; ok && i < 4; i++)
+		ok = !precv(p.b, i, 4096 + 64 * i, 64, g_mr->lkey);
+	ok = ok && !psend(p.a, 100, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(p.cb, wc, 1, 2000) : 0;
+	ok = ok && k == 1 && wc[0].status == IBV_WC_SUCCESS &&
+	     wc[0].wr_id == 0;
+	ok = ok && !set_state(p.b, IBV_QPS_ERR);
+	k = ok ? pollw(p.cb, wc + 1, 3, 2000) : 0;
+	r = quiet(p.cb, 200);
+	if (!(k == 3 && flushed_in_order(wc + 1, 3, 1) && !r)) {
+		printf("# flushed %d, then %d more\n", k, r);
+		show_wc("b", wc + 1, k);
+	}
+	check(k == 3 && flushed_in_order(wc + 1, 3, 1),
+	      "S30: ERR flushes pending receives in order with WR_FLUSH_ERR");
+	check(ok && k == 3 && !r && wc[0].status == IBV_WC_SUCCESS,
+	      "S16: ERR + drain: exactly one completion per receive WR");
+	/* S35 */
+	ok = !precv(p.b, 9, 4096, 64, g_mr->lkey) &&
+	     !psend(p.b, 10, 0, 8, 0, g_mr->lkey, 0);
+	k = pollw(p.cb, wc, 2, 2000);
+	if (k != 2)
+		show_wc("b", wc, k);
+	check(ok && k == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
+	      wc[1].status == IBV_WC_WR_FLUSH_ERR,
+	      "S35: WRs posted in ERR complete with WR_FLUSH_ERR");
+	r = ibv_destroy_qp(p.b);
+	if (!r)
+		p.b = NULL;
+	check(r == 0, "S16: destroy after ERR and drain returns 0");
+	rmpair(&p);
+
+	/* S30 send side: sends stuck on RNR are flushed in order */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	for (i = 0; ok && i < 3; i++)
+		ok = !psend(p.a, i, 0, 8, 0, g_mr->lkey, 0);
+	usleep(100000);
+	ok = ok && !set_state(p.a, IBV_QPS_ERR);
+	k = ok ? pollw(p.ca, wc, 3, 2000) : 0;
+	if (!(k == 3 && flushed_in_order(wc, 3, 0)))
+		show_wc("a", wc, k);
+	check(k == 3 && flushed_in_order(wc, 3, 0),
+	      "S30: ERR flushes pending sends in order with WR_FLUSH_ERR");
+	rmpair(&p);
+
+	/* S36: RESET drops WRs and their completions */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	for (i = 0; ok && i < 4; i++)
+		ok = !precv(p.b, i, 4096 + 64 * i, 64, g_mr->lkey);
+	ok = ok && !set_state(p.b, IBV_QPS_ERR) &&
+	     !set_state(p.b, IBV_QPS_RESET);
+	k = ok ? quiet(p.cb, 300) : -1;
+	if (k)
+		printf("# %d completions after RESET\n", k);
+	check(k == 0, "S36: RESET removes the WRs and their completions");
+	/* S37 */
+	ok = ok && !to_rts(p.b, p.a->qp_num) &&
+	     !precv(p.b, 5, 4096, 64, g_mr->lkey) &&
+	     !psend(p.a, 5, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(p.cb, wc, 1, 2000) : 0;
+	check(k == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 5,
+	      "S37: ERR -> RESET -> INIT -> RTR -> RTS works again");
+	rmpair(&p);
+
+	/* S38 */
+	x = mkqp(IBV_QPT_RC, c1, c1, NULL, 1);
+	memset(&ia, 0, sizeof(ia));
+	ok = x && !ibv_query_qp(x, &qa, IBV_QP_CAP, &ia) && !to_init(x);
+	{
+		int nr = ia.cap.max_recv_wr + 1;
+		struct ibv_sge sge[32];
+		struct ibv_recv_wr *rw = calloc(nr, sizeof(*rw)), *bad = NULL;
+
+		for (i = 0; i < 32; i++)
+			sge[i] = (struct ibv_sge){ (uintptr_t)g_buf + 8192,
+						   64, g_mr->lkey };
+		for (i = 0; ok && i < nr; i++) {
+			rw[i].wr_id = i;
+			rw[i].sg_list = sge;
+			rw[i].num_sge = 1;
+			rw[i].next = i + 1 < nr ? &rw[i + 1] : NULL;
+		}
+		r = ok ? ibv_post_recv(x, rw, &bad) : -1;
+		printf("# %d receives: %d, bad %ld\n", nr, r,
+		       bad ? (long)(bad - rw) : -1L);
+		check(r == ENOMEM && bad == &rw[nr - 1],
+		      "S38: post_recv on a full RQ: ENOMEM, bad_wr the first not posted");
+		if (ok)
+			set_state(x, IBV_QPS_RESET);
+		ok = ok && !to_init(x);
+		if (ok) {
+			rw[0].next = &rw[1];
+			rw[1].next = NULL;
+			rw[1].num_sge = ia.cap.max_recv_sge + 1;
+		}
+		bad = NULL;
+		r = ok && ia.cap.max_recv_sge < 31 ?
+			ibv_post_recv(x, rw, &bad) : -1;
+		printf("# max_recv_sge %u: %d, bad %ld\n", ia.cap.max_recv_sge,
+		       r, bad ? (long)(bad - rw) : -1L);
+		check((r == EINVAL || r == ENOMEM) && bad == &rw[1],
+		      "S38: post_recv over max_recv_sge: EINVAL, bad_wr the first not posted");
+		free(rw);
+	}
+	if (x)
+		ibv_destroy_qp(x);
+	quiet(c1, 100);
+	/* the send side: sends stuck on RNR fill the SQ */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	memset(&ia, 0, sizeof(ia));
+	ok = ok && !ibv_query_qp(p.a, &qa, IBV_QP_CAP, &ia);
+	{
+		int ns = ia.cap.max_send_wr + 1;
+		struct ibv_sge sge[32];
+		struct ibv_send_wr *sw = calloc(ns, sizeof(*sw)), *bad = NULL;
+
+		for (i = 0; i < 32; i++)
+			sge[i] = (struct ibv_sge){ (uintptr_t)g_buf, 8,
+						   g_mr->lkey };
+		for (i = 0; ok && i < ns; i++) {
+			sw[i].wr_id = i;
+			sw[i].sg_list = sge;
+			sw[i].num_sge = 1;
+			sw[i].opcode = IBV_WR_SEND;
+			sw[i].next = i + 1 < ns ? &sw[i + 1] : NULL;
+		}
+		r = ok ? ibv_post_send(p.a, sw, &bad) : -1;
+		printf("# %d sends: %d, bad %ld\n", ns, r,
+		       bad ? (long)(bad - sw) : -1L);
+		check(r == ENOMEM && bad == &sw[ns - 1],
+		      "S38: post_send on a full SQ: ENOMEM, bad_wr the first not posted");
+		rmpair(&p);
+		ok = mkpair(&p, IBV_QPT_RC, 1);
+		if (ok) {
+			sw[0].next = &sw[1];
+			sw[1].next = NULL;
+			sw[1].num_sge = ia.cap.max_send_sge + 1;
+		}
+		bad = NULL;
+		r = ok && ia.cap.max_send_sge < 31 ?
+			ibv_post_send(p.a, sw, &bad) : -1;
+		printf("# max_send_sge %u: %d, bad %ld\n", ia.cap.max_send_sge,
+		       r, bad ? (long)(bad - sw) : -1L);
+		check((r == EINVAL || r == ENOMEM) && bad == &sw[1],
+		      "S38: post_send over max_send_sge: EINVAL, bad_wr the first not posted");
+		free(sw);
+	}
+	rmpair(&p);
+
+	/* S11, S12: destroy a UC receiver with receives posted */
+	ok = mkpair(&p, IBV_QPT_UC, 1);
+	memset(g_buf + 12288, 0x5a, 64);
+	memcpy(g_buf, "payload!", 8);
+	ok = ok && !precv(p.b, 1, 4096, 64, g_mr->lkey) &&
+	     !psend(p.a, 1, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(p.cb, wc, 1, 2000) : 0;
+	ok = ok && k == 1 && !precv(p.b, 2, 4160, 64, g_mr->lkey) &&
+	     !precv(p.b, 3, 12288, 64, g_mr->lkey);
+	/* one completion left unpolled in cb, one receive outstanding */
+	ok = ok && !psend(p.a, 2, 0, 8, 0, g_mr->lkey, 0) &&
+	     pollw(p.ca, wc, 2, 2000) == 2;
+	usleep(100000);
+	uint32_t bqpn = ok ? p.b->qp_num : 0;
+	ok = ok && !ibv_destroy_qp(p.b);
+	if (ok)
+		p.b = NULL;
+	/* S12: whatever is polled belongs to the QP and is sane */
+	k = ok ? pollw(p.cb, wc, 4, 200) : -1;
+	for (i = 0; i < k; i++)
+		if (wc[i].qp_num != bqpn || wc[i].wr_id != 2)
+			ok = false;
+	printf("# %d completion(s) of the destroyed QP polled\n", k);
+	check(ok && k >= 0 && k <= 1, "S12: polling after destroy is sane");
+	memset(g_buf + 12288, 0x5a, 64);
+	ok = ok && !psend(p.a, 3, 0, 8, 0, g_mr->lkey, 0);
+	pollw(p.ca, wc, 1, 2000);
+	k = ok ? quiet(p.cb, 300) : -1;
+	check(ok && k == 0 && g_buf[12288] == 0x5a,
+	      "S11: after destroy no completions and no buffer writes");
+	rmpair(&p);
+
+	/* S13: a UD QP attached to a multicast group */
+	ok = mkpair(&p, IBV_QPT_UD, 1);
+	{
+		union ibv_gid mg = { .raw = { 0xff, 0x0e, [15] = 1 } };
+
+		r = ok ? ibv_attach_mcast(p.b, &mg, 0) : -1;
+		if (r)
+			printf("# attach: %d\n", r);
+		ok = ok && !r;
+		r = ok ? ibv_destroy_qp(p.b) : -1;
+		check(r == EBUSY, "S13/S14: destroy of an attached UD QP returns EBUSY");
+		ok = ok && r == EBUSY && !precv(p.b, 1, 4096, 128, g_mr->lkey) &&
+		     !psend(p.a, 1, 0, 8, 0, g_mr->lkey, p.b->qp_num);
+		k = ok ? pollw(p.cb, wc, 1, 2000) : 0;
+		check(k == 1 && wc[0].status == IBV_WC_SUCCESS,
+		      "S13: the QP still works after the failed destroy");
+		r = ok ? ibv_detach_mcast(p.b, &mg, 0) : -1;
+		r = !r ? ibv_destroy_qp(p.b) : -1;
+		if (!r)
+			p.b = NULL;
+		check(r == 0, "S13: detach, then destroy returns 0");
+	}
+	rmpair(&p);
+
+	/* S20 */
+	ok = mkpair(&p, IBV_QPT_RC, 1);
+	r = ok ? ibv_destroy_cq(p.cb) : -1;
+	check(r == EBUSY, "S20/S14: destroying a CQ in use returns EBUSY");
+	r = ok ? ibv_destroy_cq(p.ca) : -1;
+	check(r == EBUSY, "S20: likewise the send CQ");
+	ok = ok && !precv(p.b, 1, 4096, 64, g_mr->lkey) &&
+	     !psend(p.a, 1, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(p.cb, wc, 1, 2000) : 0;
+	r = ok ? pollw(p.ca, wc + 1, 1, 2000) : 0;
+	check(k == 1 && r == 1 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[1].status == IBV_WC_SUCCESS,
+	      "S20: the QPs keep working on their CQs");
+
+	/* S21: CQs with unpolled completions, and armed */
+	ok = ok && !precv(p.b, 2, 4096, 64, g_mr->lkey) &&
+	     !psend(p.a, 2, 0, 8, 0, g_mr->lkey, 0);
+	usleep(200000);
+	ibv_destroy_qp(p.a);
+	ibv_destroy_qp(p.b);
+	p.a = p.b = NULL;
+	r = ibv_destroy_cq(p.cb);
+	st = ibv_destroy_cq(p.ca);
+	p.ca = p.cb = NULL;
+	check(ok && r == 0 && st == 0,
+	      "S21: CQs holding unpolled completions can be destroyed");
+	{
+		struct ibv_comp_channel *ch = ibv_create_comp_channel(g_ctx);
+
+		c2 = ch ? ibv_create_cq(g_ctx, 16, NULL, ch, 0) : NULL;
+		ok = c2 && !ibv_req_notify_cq(c2, 0);
+		r = c2 ? ibv_destroy_cq(c2) : -1;
+		check(ok && r == 0, "S21: an armed CQ can be destroyed");
+		if (ch)
+			ibv_destroy_comp_channel(ch);
+	}
+
+	/* S33, S34: two RC QPs on one SRQ */
+	srq = ibv_create_srq(g_pd, &sia);
+	c2 = ibv_create_cq(g_ctx, 64, NULL, NULL, 0);
+	x = srq ? mkqp(IBV_QPT_RC, c2, c2, srq, 1) : NULL;
+	y = srq ? mkqp(IBV_QPT_RC, c2, c2, srq, 1) : NULL;
+	memset(&p, 0, sizeof(p));
+	ok = x && y && mkpair(&p, IBV_QPT_RC, 1);
+	/* p.a sends to x, p.b sends to y */
+	ok = ok && !to_rts(x, p.a->qp_num) && !to_rts(y, p.b->qp_num);
+	if (ok) {
+		struct ibv_qp_attr ra = { .qp_state = IBV_QPS_RESET };
+
+		ibv_modify_qp(p.a, &ra, IBV_QP_STATE);
+		ibv_modify_qp(p.b, &ra, IBV_QP_STATE);
+		ok = !to_rts(p.a, x->qp_num) && !to_rts(p.b, y->qp_num);
+	}
+	for (i = 0; ok && i < 3; i++)
+		ok = !srecv(srq, i, 4096 + 64 * i, 64);
+	ok = ok && !psend(p.a, 1, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(c2, wc, 1, 2000) : 0;
+	ok = ok && k == 1 && wc[0].status == IBV_WC_SUCCESS &&
+	     wc[0].qp_num == x->qp_num;
+	{
+		struct ibv_async_event ev;
+		bool got = false;
+
+		ok = ok && !set_state(x, IBV_QPS_ERR);
+		while (ok && next_event(g_ctx, &ev)) {
+			if (ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED &&
+			    ev.element.qp == x)
+				got = true;
+			else
+				printf("# event %s\n",
+				       ibv_event_type_str(ev.event_type));
+			ibv_ack_async_event(&ev);
+			if (got)
+				break;
+		}
+		r = quiet(c2, 200);
+		check(got && !r,
+		      "S33: SRQ QP to ERR: LAST_WQE_REACHED, nothing taken from the SRQ flushed");
+	}
+	ok = ok && !psend(p.b, 2, 0, 8, 0, g_mr->lkey, 0) &&
+	     !psend(p.b, 3, 0, 8, 0, g_mr->lkey, 0);
+	k = ok ? pollw(c2, wc, 2, 2000) : 0;
+	if (k != 2)
+		show_wc("y", wc, k);
+	check(k == 2 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[1].status == IBV_WC_SUCCESS && wc[0].qp_num == y->qp_num,
+	      "S34: the SRQ's receives stay usable by the other QP");
+	if (x)
+		ibv_destroy_qp(x);
+	if (y)
+		ibv_destroy_qp(y);
+	rmpair(&p);
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (c2)
+		ibv_destroy_cq(c2);
+	if (c1)
+		ibv_destroy_cq(c1);
+	if (g_ah)
+		ibv_destroy_ah(g_ah);
+	if (g_mr)
+		ibv_dereg_mr(g_mr);
 }
