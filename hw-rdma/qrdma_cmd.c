@@ -203,6 +203,15 @@ uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
     return QRDMA_STATUS_OK;
 }
 
+/* The guest address of entry idx (taken modulo 2^log2) of a ring. */
+uint64_t qrdma_ring_addr(const QrdmaPages *ring, uint32_t idx, uint32_t log2,
+                         uint32_t entry_size)
+{
+    uint64_t off = (uint64_t)(idx & ((1u << log2) - 1)) * entry_size;
+
+    return ring->addr[off >> QRDMA_PAGE_SHIFT] + (off & (QRDMA_PAGE_SIZE - 1));
+}
+
 /* The pages a ring of 2^log2 entries of the given size takes. */
 uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size)
 {
@@ -329,6 +338,16 @@ static uint8_t qrdma_get_mr(QrdmaCore *core, uint32_t uctx, uint32_t lkey,
                               "no mr with lkey 0x%" PRIx32, lkey);
     }
     return qrdma_check_owner(core, "mr", lkey, core->mr[*idx].uctx, uctx);
+}
+
+/* Drop the reference an MR, SRQ, AH or QP holds on its PD. */
+void qrdma_pd_unref(QrdmaCore *core, uint32_t pd)
+{
+    int idx = qrdma_table_lookup(&core->pd_table, pd);
+
+    if (idx >= 0) {
+        core->pd[idx].refs--;
+    }
 }
 
 void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta)
@@ -759,11 +778,8 @@ static uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
 static void qrdma_mr_free(QrdmaCore *core, int idx)
 {
     QrdmaMr *mr = &core->mr[idx];
-    int pd_idx = qrdma_table_lookup(&core->pd_table, mr->pd);
 
-    if (pd_idx >= 0) {
-        core->pd[pd_idx].refs--;
-    }
+    qrdma_pd_unref(core, mr->pd);
     qrdma_uctx_ref(core, mr->uctx, -1);
     qrdma_pages_free(&mr->pages);
     qrdma_table_free(&core->mr_table, idx);
@@ -884,19 +900,17 @@ static uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
     }
     /* The unpolled CQEs move to the start of the new ring, in order. */
     for (i = 0; i < n; i++) {
-        uint32_t from = (le32_to_cpu(cmd->cq.ci) + i) & ((1u << cq->log2) - 1);
-        uint64_t off_old = (uint64_t)from * QRDMA_CQE_SIZE;
-        uint64_t off_new = (uint64_t)i * QRDMA_CQE_SIZE;
         struct qrdma_cqe cqe;
 
-        if (!qrdma_dma_read(core, cq->ring.addr[off_old >> QRDMA_PAGE_SHIFT] +
-                            (off_old & (QRDMA_PAGE_SIZE - 1)),
+        if (!qrdma_dma_read(core, qrdma_ring_addr(&cq->ring,
+                                                  le32_to_cpu(cmd->cq.ci) + i,
+                                                  cq->log2, QRDMA_CQE_SIZE),
                             &cqe, sizeof(cqe))) {
             break;
         }
         cqe.flags |= QRDMA_CQE_F_PHASE;
-        qrdma_dma_write(core, ring.addr[off_new >> QRDMA_PAGE_SHIFT] +
-                        (off_new & (QRDMA_PAGE_SIZE - 1)), &cqe, sizeof(cqe));
+        qrdma_dma_write(core, qrdma_ring_addr(&ring, i, log2, QRDMA_CQE_SIZE),
+                        &cqe, sizeof(cqe));
     }
     qrdma_pages_free(&cq->ring);
     cq->ring = ring;
@@ -1057,7 +1071,7 @@ static uint8_t qrdma_cmd_destroy_srq(QrdmaCore *core, uint32_t uctx,
     uint32_t handle = le32_to_cpu(cmd->destroy.handle);
     QrdmaSrq *srq;
     uint8_t st;
-    int idx, pd_idx;
+    int idx;
 
     st = qrdma_get_srq(core, uctx, handle, &idx);
     if (st) {
@@ -1069,10 +1083,7 @@ static uint8_t qrdma_cmd_destroy_srq(QrdmaCore *core, uint32_t uctx,
                               "srq 0x%" PRIx32 " is still used by %" PRIu32
                               " QPs", handle, srq->refs);
     }
-    pd_idx = qrdma_table_lookup(&core->pd_table, srq->pd);
-    if (pd_idx >= 0) {
-        core->pd[pd_idx].refs--;
-    }
+    qrdma_pd_unref(core, srq->pd);
     qrdma_pages_free(&srq->ring);
     qrdma_table_free(&core->srq_table, idx);
     qrdma_uctx_ref(core, uctx, -1);
@@ -1133,16 +1144,13 @@ static uint8_t qrdma_cmd_destroy_ah(QrdmaCore *core, uint32_t uctx,
                                     struct qrdma_cmpl *cmpl)
 {
     uint8_t st;
-    int idx, pd_idx;
+    int idx;
 
     st = qrdma_get_ah(core, uctx, le32_to_cpu(cmd->destroy.handle), &idx);
     if (st) {
         return st;
     }
-    pd_idx = qrdma_table_lookup(&core->pd_table, core->ah[idx].pd);
-    if (pd_idx >= 0) {
-        core->pd[pd_idx].refs--;
-    }
+    qrdma_pd_unref(core, core->ah[idx].pd);
     qrdma_table_free(&core->ah_table, idx);
     qrdma_uctx_ref(core, uctx, -1);
     return QRDMA_STATUS_OK;

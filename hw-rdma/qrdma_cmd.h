@@ -26,6 +26,8 @@ uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
                          uint32_t max, unsigned page_shift, QrdmaPages *out);
 void qrdma_pages_free(QrdmaPages *pages);
 uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size);
+uint64_t qrdma_ring_addr(const QrdmaPages *ring, uint32_t idx, uint32_t log2,
+                         uint32_t entry_size);
 uint8_t qrdma_check_wq(QrdmaCore *core, const char *what, uint32_t max_wr,
                        uint32_t limit_wr, uint32_t max_sge,
                        uint32_t limit_sge, uint32_t log2, uint32_t npages,
@@ -52,6 +54,7 @@ uint8_t qrdma_get_ah(QrdmaCore *core, uint32_t uctx, uint32_t handle,
                      int *idx);
 uint8_t qrdma_get_qp(QrdmaCore *core, uint32_t uctx, uint32_t qpn, int *idx);
 void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta);
+void qrdma_pd_unref(QrdmaCore *core, uint32_t pd);
 uint8_t qrdma_check_av(QrdmaCore *core, const struct qrdma_av *av);
 bool qrdma_gid_is_mcast(const uint8_t *gid);
 

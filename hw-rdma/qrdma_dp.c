@@ -217,7 +217,7 @@ static bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
                           struct qrdma_cqe *cqe, bool solicited)
 {
     QrdmaCq *cq = qrdma_cq_of(core, cqn);
-    uint64_t off, addr;
+    uint64_t addr;
     uint8_t phase;
 
     if (!cq || cq->overrun) {
@@ -229,9 +229,7 @@ static bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
         qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
         return false;
     }
-    off = (uint64_t)(cq->pi & ((1u << cq->log2) - 1)) * QRDMA_CQE_SIZE;
-    addr = cq->ring.addr[off >> QRDMA_PAGE_SHIFT] +
-           (off & (QRDMA_PAGE_SIZE - 1));
+    addr = qrdma_ring_addr(&cq->ring, cq->pi, cq->log2, QRDMA_CQE_SIZE);
     phase = !((cq->pi >> cq->log2) & 1);
 
     cqe->flags &= ~QRDMA_CQE_F_PHASE;
@@ -483,14 +481,6 @@ static bool qrdma_sges(QrdmaCore *core, const QrdmaQp *qp,
 
 /* Work queue entries */
 
-static uint64_t qrdma_wqe_addr(const QrdmaPages *ring, uint32_t idx,
-                               uint32_t log2, uint32_t size)
-{
-    uint64_t off = (uint64_t)(idx & ((1u << log2) - 1)) * size;
-
-    return ring->addr[off >> QRDMA_PAGE_SHIFT] + (off & (QRDMA_PAGE_SIZE - 1));
-}
-
 static uint8_t qrdma_wc_opcode(uint8_t wr_opcode)
 {
     switch (wr_opcode) {
@@ -530,7 +520,7 @@ static void qrdma_flush_sq(QrdmaCore *core, QrdmaQp *qp)
 {
     while (qp->sq_ci != qp->sq_pi) {
         struct qrdma_sq_wqe wqe;
-        uint64_t addr = qrdma_wqe_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
+        uint64_t addr = qrdma_ring_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
                                        QRDMA_SQ_WQE_SIZE);
 
         if (!qrdma_dma_read(core, addr, &wqe, offsetof(typeof(wqe), rsvd0))) {
@@ -547,7 +537,7 @@ static void qrdma_flush_sq(QrdmaCore *core, QrdmaQp *qp)
 static void qrdma_flush_rq(QrdmaCore *core, QrdmaQp *qp)
 {
     while (qp->rq_ci != qp->rq_pi) {
-        uint64_t addr = qrdma_wqe_addr(&qp->rq, qp->rq_ci, qp->rq_log2,
+        uint64_t addr = qrdma_ring_addr(&qp->rq, qp->rq_ci, qp->rq_log2,
                                        QRDMA_RQ_WQE_SIZE);
         struct qrdma_cqe cqe = {
             .qpn = cpu_to_le32(qp->qpn),
@@ -641,7 +631,7 @@ static bool qrdma_take_recv(QrdmaCore *core, QrdmaQp *qp,
     if (*ci == pi) {
         return false;
     }
-    if (!qrdma_dma_read(core, qrdma_wqe_addr(ring, *ci, log2,
+    if (!qrdma_dma_read(core, qrdma_ring_addr(ring, *ci, log2,
                                               QRDMA_RQ_WQE_SIZE),
                         wqe, sizeof(*wqe))) {
         memset(wqe, 0, sizeof(*wqe));
@@ -870,7 +860,7 @@ static size_t qrdma_wqe_rest(const struct qrdma_sq_wqe *wqe)
 /* Work out the next send WQE of qp.  Returns false to stop the queue. */
 static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
 {
-    uint64_t addr = qrdma_wqe_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
+    uint64_t addr = qrdma_ring_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
                                    QRDMA_SQ_WQE_SIZE);
     struct qrdma_sq_wqe wqe;
     uint8_t status = QRDMA_WC_SUCCESS;

@@ -192,10 +192,7 @@ static void qrdma_qp_put_refs(QrdmaCore *core, QrdmaQp *qp)
 {
     int idx;
 
-    idx = qrdma_table_lookup(&core->pd_table, qp->pd);
-    if (idx >= 0) {
-        core->pd[idx].refs--;
-    }
+    qrdma_pd_unref(core, qp->pd);
     idx = qrdma_table_lookup(&core->cq_table, qp->send_cq);
     if (idx >= 0) {
         core->cq[idx].refs--;
