@@ -1,7 +1,7 @@
 #!/bin/bash
 # perftest on qrdma and on rxe in one guest, for scripts/bench (make bench).
 # Run inside the guest as root by
-#   scripts/build-driver && scripts/build-provider
+#   scripts/build-driver && scripts/build-provider && scripts/install-guest
 #   scripts/run-vm --smp 2 --script tests/vm/bench-perftest.sh --timeout 900 -- \
 #       -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 -device qrdma,bus=rp0
 #

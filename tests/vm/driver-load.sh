@@ -1,204 +1,121 @@
 #!/bin/bash
 # qrdma.ko in the guest: load, register, bring the RoCE port up, show it to
 # the RDMA tools, unload, load again.  Run inside the guest as root by
-#   scripts/build-driver
+#   scripts/build-driver && scripts/build-provider && scripts/install-guest
 #   scripts/run-vm --script tests/vm/driver-load.sh -- \
 #       -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 -device qrdma,bus=rp0
-# The module comes from the read-only share, /qrdma/src/guest-driver/qrdma.ko.
+# The module is the image's (scripts/install-guest put it there).
 # Prints TAP; exits nonzero if any test failed.  Command output goes to
 # $QRDMA_OUT/driver-load/ and is echoed as TAP comments on failure.
 set -euo pipefail
 
-SRC=${QRDMA_SRC:-/qrdma/src}
-KO=$SRC/guest-driver/qrdma.ko
-DEV=qrdma0
-IPADDR=${QRDMA_TEST_IP:-10.0.3.15}
+# run-vm copies the script to /qrdma/run: the library is in the checkout.
+. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
+
 LOGDIR=${QRDMA_OUT:-/tmp}/driver-load
-SYS=/sys/class/infiniband/$DEV
 TESTS=(
     load_modules registered netdev_up port_active device_attrs
     ibv_devinfo roce_v2_gid kernel_objects restrack uverbs_abi
-    hw_counters nvme_rdma rmmod reload dmesg_clean
+    hw_counters nvme_rdma qrdma_unload reload dmesg_clean
 )
 
-N=0 FAILED=0
-NETDEV=
-
-# --- TAP plumbing ---------------------------------------------------------------
-
-diag() { sed 's/^/# /' "$@"; }
-
-# run_test NAME: a test function returns nonzero on failure, 77 to skip.
-# Tests run in an `if`, where bash ignores errexit, so each checks its
-# steps explicitly.
-run_test() {
-    local name=$1 desc rc=0
-    desc=$(describe "$name")
-    N=$((N + 1))
-    "t_$name" >"$LOGDIR/$name.log" 2>&1 || rc=$?
-    if [ "$rc" -eq 0 ]; then
-        echo "ok $N - $desc"
-    elif [ "$rc" -eq 77 ]; then
-        echo "ok $N - $desc # SKIP $(tail -n 1 "$LOGDIR/$name.log")"
-    else
-        echo "not ok $N - $desc"
-        diag "$LOGDIR/$name.log"
-        FAILED=$((FAILED + 1))
-    fi
-    # Progress lines the test wants shown even on success.
-    grep '^INFO: ' "$LOGDIR/$name.log" | sed 's/^INFO: /# /' || true
-}
-
+# Tests run in an `if` (run_test), where bash ignores errexit, so each
+# checks its steps explicitly.
 describe() {
     case $1 in
-        load_modules) echo "load ib_core, ib_uverbs and qrdma.ko" ;;
-        registered) echo "$DEV registers with one port, link layer Ethernet" ;;
-        netdev_up) echo "the port's netdev comes up with $IPADDR/24" ;;
-        port_active) echo "rdma link: $DEV/1 ACTIVE, LINK_UP, on the netdev" ;;
-        device_attrs) echo "$DEV reports the device's identity and limits" ;;
-        ibv_devinfo) echo "ibv_devinfo -v shows $DEV, link layer Ethernet" ;;
-        roce_v2_gid) echo "the RoCE v2 GID of $IPADDR is in the GID table" ;;
+        load_modules) echo "modprobe qrdma (from the image) with ib_core and ib_uverbs" ;;
+        registered) echo "$QRDMA_DEV registers with one port, link layer Ethernet" ;;
+        netdev_up) echo "the port's netdev comes up with $QRDMA_IP/24" ;;
+        port_active) echo "rdma link: $QRDMA_DEV/1 ACTIVE, LINK_UP, on the netdev" ;;
+        device_attrs) echo "$QRDMA_DEV reports the device's identity and limits" ;;
+        ibv_devinfo) echo "ibv_devinfo -v shows $QRDMA_DEV, link layer Ethernet" ;;
+        roce_v2_gid) echo "the RoCE v2 GID of $QRDMA_IP is in the GID table" ;;
         kernel_objects) echo "ib_core's MAD agent made its PD, CQ and GSI QP" ;;
-        restrack) echo "rdma res show pd/cq/qp/mr list $DEV's objects" ;;
+        restrack) echo "rdma res show pd/cq/qp/mr list $QRDMA_DEV's objects" ;;
         uverbs_abi) echo "user verbs ABI: context, doorbell mmap, bad input gets errno, S2/S3/S20/S40" ;;
         hw_counters) echo "hardware counters via rdma statistic and sysfs" ;;
         nvme_rdma) echo "NVMe over RDMA to itself: 8 MiB and an ext4 file written, read back" ;;
-        rmmod) echo "rmmod qrdma removes the device and its netdev" ;;
-        reload) echo "qrdma.ko loads and registers again" ;;
-        dmesg_clean) echo "dmesg has no WARNING/BUG/Oops/lockdep or driver error" ;;
+        reload) echo "qrdma loads, registers and unloads again" ;;
     esac
-}
-
-# wait_for SECONDS CMD...: until CMD succeeds, polling every 0.1 s.
-wait_for() {
-    local tries=$(($1 * 10))
-    shift
-    while ! "$@" >/dev/null 2>&1; do
-        tries=$((tries - 1))
-        [ "$tries" -gt 0 ] || return 1
-        sleep 0.1
-    done
-}
-
-# The netdev on the device's PCI function.
-find_netdev() {
-    local d
-    for d in "$SYS"/device/net/*; do
-        [ -e "$d" ] || continue
-        basename "$d"
-        return 0
-    done
-    return 1
 }
 
 # --- tests ------------------------------------------------------------------------
 
 t_load_modules() {
-    [ -f "$KO" ] || { echo "no $KO: run scripts/build-driver on the host"; return 1; }
-    modprobe ib_core &&
-        modprobe ib_uverbs &&
-        insmod "$KO" &&
+    modinfo qrdma || { echo "no qrdma.ko in the image: run scripts/install-guest"; return 1; }
+    modprobe qrdma &&
+        lsmod | grep -q '^ib_uverbs ' &&
         lsmod | grep -q '^qrdma '
 }
 
 t_registered() {
-    wait_for 10 test -d "$SYS" || { echo "no $SYS"; ls /sys/class/infiniband; return 1; }
-    rdma dev show "$DEV" || return 1
-    ls "$SYS/ports"
-    [ "$(ls "$SYS/ports")" = 1 ] || { echo "ports: $(ls "$SYS/ports")"; return 1; }
-    echo "link_layer: $(cat "$SYS/ports/1/link_layer")"
-    [ "$(cat "$SYS/ports/1/link_layer")" = Ethernet ] || return 1
-    echo "node_type: $(cat "$SYS/node_type")"
-    grep -q '^1: CA' "$SYS/node_type"
+    wait_for 10 test -d "$QRDMA_SYS" || { echo "no $QRDMA_SYS"; ls /sys/class/infiniband; return 1; }
+    rdma dev show "$QRDMA_DEV" || return 1
+    ls "$QRDMA_SYS/ports"
+    [ "$(ls "$QRDMA_SYS/ports")" = 1 ] || { echo "ports: $(ls "$QRDMA_SYS/ports")"; return 1; }
+    echo "link_layer: $(cat "$QRDMA_SYS/ports/1/link_layer")"
+    [ "$(cat "$QRDMA_SYS/ports/1/link_layer")" = Ethernet ] || return 1
+    echo "node_type: $(cat "$QRDMA_SYS/node_type")"
+    grep -q '^1: CA' "$QRDMA_SYS/node_type"
 }
 
 t_netdev_up() {
-    NETDEV=$(find_netdev) || { echo "no netdev under $SYS/device/net"; return 1; }
-    echo "INFO: netdev $NETDEV, MAC $(cat "/sys/class/net/$NETDEV/address")"
-    ip link set "$NETDEV" up &&
-        ip addr add "$IPADDR/24" dev "$NETDEV" || return 1
-    wait_for 10 sh -c "ip -br link show $NETDEV | grep -q LOWER_UP" || {
-        ip link show "$NETDEV"; return 1; }
-    ip addr show "$NETDEV"
-    ethtool -i "$NETDEV" 2>/dev/null || true
+    qrdma_setup_netdev || return 1
+    echo "INFO: netdev $QRDMA_NETDEV, MAC $(cat "/sys/class/net/$QRDMA_NETDEV/address")"
+    wait_for 10 sh -c "ip -br link show $QRDMA_NETDEV | grep -q LOWER_UP" || {
+        ip link show "$QRDMA_NETDEV"; return 1; }
+    ip addr show "$QRDMA_NETDEV"
 }
 
 t_port_active() {
     local out
-    wait_for 10 sh -c "rdma link show $DEV/1 | grep -q 'state ACTIVE'" || true
-    out=$(rdma link show "$DEV/1") || return 1
+    wait_for 10 sh -c "rdma link show $QRDMA_DEV/1 | grep -q 'state ACTIVE'" || true
+    out=$(rdma link show "$QRDMA_DEV/1") || return 1
     echo "$out"
     grep -q 'state ACTIVE' <<<"$out" &&
         grep -q 'physical_state LINK_UP' <<<"$out" &&
-        grep -q "netdev $NETDEV" <<<"$out"
+        grep -q "netdev $QRDMA_NETDEV" <<<"$out"
 }
 
 t_device_attrs() {
     local out
-    out=$(rdma dev show "$DEV" -d) || return 1
+    out=$(rdma dev show "$QRDMA_DEV" -d) || return 1
     echo "$out"
-    echo "fw_ver: $(cat "$SYS/fw_ver")"
-    [ "$(cat "$SYS/fw_ver")" = 1.0 ] || return 1
-    echo "node_guid: $(cat "$SYS/node_guid")"
-    [ "$(cat "$SYS/node_guid")" != 0000:0000:0000:0000 ] || return 1
-    echo "hca_type/hw_rev: $(cat "$SYS/hw_rev" 2>/dev/null)"
+    echo "fw_ver: $(cat "$QRDMA_SYS/fw_ver")"
+    [ "$(cat "$QRDMA_SYS/fw_ver")" = 1.0 ] || return 1
+    echo "node_guid: $(cat "$QRDMA_SYS/node_guid")"
+    [ "$(cat "$QRDMA_SYS/node_guid")" != 0000:0000:0000:0000 ] || return 1
+    echo "hca_type/hw_rev: $(cat "$QRDMA_SYS/hw_rev" 2>/dev/null)"
     grep -q 'node_type ca' <<<"$out"
 }
 
-# Needs the rdma-core provider (libqrdma), which comes later: without it
-# libibverbs ignores the device.
 t_ibv_devinfo() {
     local out
-    # The provider, when the host built it (lib-qrdma.sh installs it).
-    if [ -d "${QRDMA_SRC:-/qrdma/src}/build/provider" ]; then
-        (. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh" &&
-            qrdma_install_provider) || true
-    fi
-    out=$(ibv_devinfo -v -d "$DEV" 2>&1) || true
+    qrdma_check_provider || return 1
+    out=$(ibv_devinfo -v -d "$QRDMA_DEV" 2>&1) || true
     echo "$out"
-    if ! grep -q "hca_id:[[:space:]]*$DEV" <<<"$out"; then
-        ibv_devices 2>&1 || true
-        echo "no libqrdma provider in the guest yet"
-        return 77
-    fi
-    grep -q 'link_layer:[[:space:]]*Ethernet' <<<"$out" &&
+    grep -q "hca_id:[[:space:]]*$QRDMA_DEV" <<<"$out" &&
+        grep -q 'link_layer:[[:space:]]*Ethernet' <<<"$out" &&
         grep -q 'state:[[:space:]]*PORT_ACTIVE' <<<"$out" &&
         grep -qE 'max_qp:[[:space:]]*[1-9]' <<<"$out" &&
         grep -qE 'max_cqe:[[:space:]]*[1-9]' <<<"$out"
 }
 
-# The GID made from the IPv4 address: ::ffff:a.b.c.d, type RoCE v2.
+# The GID made from the IPv4 address: ::ffff:a.b.c.d, type RoCE v2, on
+# the port's netdev.
 t_roce_v2_gid() {
-    local want f i gid type
-    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
-           ${IPADDR//./ })
-    for i in $(seq 50); do
-        for f in "$SYS"/ports/1/gids/*; do
-            i=${f##*/}
-            gid=$(cat "$f" 2>/dev/null) || continue
-            type=$(cat "$SYS/ports/1/gid_attrs/types/$i" 2>/dev/null) || continue
-            if [ "$gid" = "$want" ] && [ "$type" = "RoCE v2" ]; then
-                echo "INFO: RoCE v2 GID index $i ($gid)"
-                echo "ndev: $(cat "$SYS/ports/1/gid_attrs/ndevs/$i")"
-                [ "$(cat "$SYS/ports/1/gid_attrs/ndevs/$i")" = "$NETDEV" ]
-                return
-            fi
-        done
-        sleep 0.1
-    done
-    for f in "$SYS"/ports/1/gids/*; do
-        i=${f##*/}
-        echo "gid[$i] $(cat "$f" 2>/dev/null) $(cat "$SYS/ports/1/gid_attrs/types/$i" 2>/dev/null)"
-    done
-    echo "no $want"
-    return 1
+    local ndev
+    qrdma_find_gid || return 1
+    ndev=$(cat "$QRDMA_SYS/ports/1/gid_attrs/ndevs/$QRDMA_GID_INDEX")
+    echo "INFO: RoCE v2 GID index $QRDMA_GID_INDEX on $ndev"
+    [ "$ndev" = "$QRDMA_NETDEV" ]
 }
 
 # ib_core's MAD layer opens every port: a PD, a CQ and the GSI QP (QPN 1)
 # with receives posted, all through this driver's verbs.
 t_kernel_objects() {
     local out
-    out=$(rdma res show qp link "$DEV/1") || return 1
+    out=$(rdma res show qp link "$QRDMA_DEV/1") || return 1
     echo "$out"
     grep -qE 'lqpn 1 .*type GSI' <<<"$out" || return 1
     grep -qE 'state (RTS|RTR|INIT)' <<<"$out"
@@ -212,16 +129,16 @@ t_restrack() {
         echo "$out"
         case $kind in
             mr) ;;  # the MAD agent registers none: the local DMA lkey
-            *) grep -qE "(dev|link) $DEV\b" <<<"$out" || return 1 ;;
+            *) grep -qE "(dev|link) $QRDMA_DEV\b" <<<"$out" || return 1 ;;
         esac
     done
-    rdma res show "$DEV" || return 1
+    rdma res show "$QRDMA_DEV" || return 1
 }
 
 # Without a provider libibverbs ignores the device: the test program
 # speaks uverbs itself (tests/vm/uverbs-abi.c, built by build-driver).
 t_uverbs_abi() {
-    local bin=$SRC/guest-driver/qrdma-uverbs-abi out
+    local bin=$QRDMA_SRC_DIR/guest-driver/qrdma-uverbs-abi out
     [ -x "$bin" ] || { echo "no $bin: run scripts/build-driver on the host"; return 1; }
     out=$("$bin" 2>&1)
     local rc=$?
@@ -229,22 +146,22 @@ t_uverbs_abi() {
     echo "INFO: $(tail -n 1 <<<"$out" | sed 's/^# //') user ABI checks"
     [ "$rc" -eq 0 ] || return 1
     # Closing the file destroyed the context and everything in it.
-    [ "$(cat "$SYS/ports/1/hw_counters/live_uctx")" = 0 ]
+    [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/live_uctx")" = 0 ]
 }
 
 t_hw_counters() {
     local out cmds
-    out=$(rdma statistic show link "$DEV/1") || return 1
+    out=$(rdma statistic show link "$QRDMA_DEV/1") || return 1
     echo "$out"
     cmds=$(grep -oE '\bcmds [0-9]+' <<<"$out" | awk '{print $2}')
     [ -n "$cmds" ] && [ "$cmds" -gt 0 ] || { echo "no cmds counter"; return 1; }
     echo "INFO: $cmds device commands so far"
-    ls "$SYS/ports/1/hw_counters" || return 1
-    echo "live_qp: $(cat "$SYS/ports/1/hw_counters/live_qp")"
+    ls "$QRDMA_SYS/ports/1/hw_counters" || return 1
+    echo "live_qp: $(cat "$QRDMA_SYS/ports/1/hw_counters/live_qp")"
     # The driver never makes the device refuse anything.
-    [ "$(cat "$SYS/ports/1/hw_counters/live_qp")" -ge 1 ] &&
-        [ "$(cat "$SYS/ports/1/hw_counters/cmd_timeouts")" = 0 ] &&
-        [ "$(cat "$SYS/ports/1/hw_counters/guest_errors")" = 0 ]
+    [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/live_qp")" -ge 1 ] &&
+        [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/cmd_timeouts")" = 0 ] &&
+        [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/guest_errors")" = 0 ]
 }
 
 # A kernel consumer of the whole data path: NVMe over RDMA from this guest
@@ -275,7 +192,7 @@ t_nvme_rdma() {
     modprobe null_blk nr_devices=1 memory_backed=1 gb=1 &&
         modprobe nvmet-rdma && modprobe nvme-rdma || return 77
     mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
-    addr=$IPADDR
+    addr=$QRDMA_IP
     echo "target $addr"
     mkdir -p "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/ports/1" &&
         echo 1 >"$NVMET/subsystems/$NQN/attr_allow_any_host" &&
@@ -297,7 +214,7 @@ t_nvme_rdma() {
                           head -n 1)")
     wait_for 5 test -b "$ns" || { echo "$ns is no block device"; nvme_teardown; return 1; }
     echo "namespace $ns"
-    rdma res show qp link "$DEV/1"
+    rdma res show qp link "$QRDMA_DEV/1"
     head -c 8M /dev/urandom >"$out.w"
     dd if="$out.w" of="$ns" bs=1M oflag=direct 2>&1 &&
         dd if="$ns" of="$out.r" bs=1M count=8 iflag=direct 2>&1 &&
@@ -312,48 +229,29 @@ t_nvme_rdma() {
     else
         echo "no mkfs.ext4 in the guest"; nvme_teardown; return 1
     fi
-    echo "INFO: 8 MiB over NVMe/RDMA on $DEV, $(rdma res show qp link "$DEV/1" | grep -c 'type RC') RC QPs"
+    echo "INFO: 8 MiB over NVMe/RDMA on $QRDMA_DEV, $(rdma res show qp link "$QRDMA_DEV/1" | grep -c 'type RC') RC QPs"
     nvme_teardown
-    echo "completion_events $(cat "$SYS/ports/1/hw_counters/completion_events")"
-    echo "guest_errors $(cat "$SYS/ports/1/hw_counters/guest_errors")"
-    [ "$(cat "$SYS/ports/1/hw_counters/guest_errors")" = 0 ] &&
-        [ "$(cat "$SYS/ports/1/hw_counters/completion_events")" -gt 0 ]
-}
-
-t_rmmod() {
-    rmmod qrdma || return 1
-    ! lsmod | grep -q '^qrdma ' || return 1
-    [ ! -e "$SYS" ] || { echo "$SYS still there"; return 1; }
-    [ ! -e "/sys/class/net/$NETDEV" ] || { echo "$NETDEV still there"; return 1; }
+    echo "completion_events $(cat "$QRDMA_SYS/ports/1/hw_counters/completion_events")"
+    echo "guest_errors $(cat "$QRDMA_SYS/ports/1/hw_counters/guest_errors")"
+    [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/guest_errors")" = 0 ] &&
+        [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/completion_events")" -gt 0 ]
 }
 
 t_reload() {
-    insmod "$KO" || return 1
-    wait_for 10 test -d "$SYS" || { echo "no $SYS"; return 1; }
-    rdma dev show "$DEV" && rdma link show "$DEV/1" || return 1
-    rmmod qrdma
-}
-
-t_dmesg_clean() {
-    local bad
-    dmesg | grep -i qrdma || true
-    bad=$(dmesg | grep -E '\b(WARNING|BUG|Oops)\b|lockdep|Call Trace' || true)
-    bad+=$(dmesg -l emerg,alert,crit,err 2>/dev/null | grep -i qrdma || true)
-    [ -z "$bad" ] && return 0
-    echo "--- offending lines"
-    echo "$bad"
-    return 1
+    modprobe qrdma || return 1
+    wait_for 10 test -d "$QRDMA_SYS" || { echo "no $QRDMA_SYS"; return 1; }
+    rdma dev show "$QRDMA_DEV" && rdma link show "$QRDMA_DEV/1" || return 1
+    QRDMA_NETDEV=
+    t_qrdma_unload
 }
 
 main() {
     local t
     mkdir -p "$LOGDIR"
-    echo "1..${#TESTS[@]}"
     for t in "${TESTS[@]}"; do
         run_test "$t"
     done
-    echo "# $((N - FAILED))/$N passed"
-    [ "$FAILED" -eq 0 ]
+    tap_end
 }
 
 main "$@"

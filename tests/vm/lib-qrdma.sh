@@ -7,21 +7,24 @@
 # at $QRDMA_SRC.)
 #
 # qrdma_setup does everything a test needs before it talks to the device:
-# installs libqrdma (built on the host by scripts/build-provider into
-# build/provider/ of the checkout, which the guest sees read-only at
-# /qrdma/src), loads ib_core, ib_uverbs, rdma_ucm and qrdma.ko (built by
-# scripts/build-driver), gives the port's netdev $QRDMA_IP and finds the
-# RoCE v2 GID of that address.  The root file system is a throw-away
-# snapshot, so installing into /usr and /etc changes nothing on the host.
-# Afterwards: $QRDMA_DEV (qrdma0), $QRDMA_NETDEV, $QRDMA_IP, $QRDMA_GID_INDEX.
+# checks that the guest image carries libqrdma (scripts/install-guest puts
+# it there, with qrdma.ko), loads ib_core, ib_uverbs, rdma_ucm and qrdma
+# with modprobe, gives the port's netdev $QRDMA_IP and finds the RoCE v2
+# GID of that address.  Afterwards: $QRDMA_DEV (qrdma0), $QRDMA_NETDEV,
+# $QRDMA_IP, $QRDMA_GID_INDEX.  Test programs built on the host (the C
+# lifecycle test, rdma-core's test suite) are read from
+# $QRDMA_PROVIDER_DIR on the share.
 #
 # Also the TAP plumbing of the tests: run_test NAME calls t_NAME with its
 # output in $LOGDIR/NAME.log; exit status 0 passes, 77 skips, anything else
 # fails and the log is shown as TAP comments; lines starting with "INFO: "
 # are shown either way.  describe NAME (from the test) gives the text.
+# tap_include runs a program that prints TAP of its own, numbered on from
+# the script's tests.  Every test ends with the checks of this file:
+# qrdma_unload (rmmod qrdma leaves no device or netdev behind) and
+# dmesg_clean (no WARN, BUG, oops, lockdep report or qrdma error).
 
 QRDMA_SRC_DIR=${QRDMA_SRC:-/qrdma/src}
-QRDMA_KO=${QRDMA_KO:-$QRDMA_SRC_DIR/guest-driver/qrdma.ko}
 QRDMA_PROVIDER_DIR=${QRDMA_PROVIDER_DIR:-$QRDMA_SRC_DIR/build/provider}
 QRDMA_DEV=${QRDMA_DEV:-qrdma0}
 QRDMA_IP=${QRDMA_IP:-10.0.3.15}
@@ -35,9 +38,19 @@ N=0 FAILED=0
 
 diag() { sed 's/^/# /' "$@"; }
 
+# The descriptions of the tests this file defines.
+qrdma_describe() {
+    case $1 in
+        qrdma_setup) echo "qrdma setup: provider and driver from the image, $QRDMA_IP on the port, its GID" ;;
+        qrdma_unload) echo "rmmod qrdma removes $QRDMA_DEV and its netdev" ;;
+        dmesg_clean) echo "dmesg has no WARNING/BUG/Oops/lockdep report or qrdma error" ;;
+    esac
+}
+
 run_test() {
     local name=$1 desc rc=0
-    desc=$(describe "$name")
+    desc=$(qrdma_describe "$name")
+    [ -n "$desc" ] || desc=$(describe "$name")
     N=$((N + 1))
     "t_$name" >"$LOGDIR/$name.log" 2>&1 </dev/null || rc=$?
     if [ "$rc" -eq 0 ]; then
@@ -50,6 +63,74 @@ run_test() {
         FAILED=$((FAILED + 1))
     fi
     grep '^INFO: ' "$LOGDIR/$name.log" | sed 's/^INFO: /# /' || true
+}
+
+# tap_include WHAT CMD...: run a program (WHAT names it) that prints TAP; its test lines are
+# passed on numbered after the ones before, its plan is dropped (the
+# script prints one for all at the end, tap_end).  A program that stops
+# short of its plan, or fails without a failing test, adds a failure.
+tap_include() {
+    local what=$1 line rc_file rc plan='' seen=0 bad=0
+    shift
+    rc_file=$(mktemp)
+    while IFS= read -r line; do
+        if [[ $line =~ ^(not ok|ok)\ +[0-9]+(.*)$ ]]; then
+            N=$((N + 1)) seen=$((seen + 1))
+            echo "${BASH_REMATCH[1]} $N${BASH_REMATCH[2]}"
+            if [ "${BASH_REMATCH[1]}" != ok ] &&
+               [[ ${BASH_REMATCH[2]} != *"# TODO"* ]]; then
+                FAILED=$((FAILED + 1)) bad=$((bad + 1))
+            fi
+        elif [[ $line =~ ^1\.\.([0-9]+) ]]; then
+            plan=${BASH_REMATCH[1]}
+        else
+            echo "$line"
+        fi
+    done < <("$@"; echo $? >"$rc_file")
+    rc=$(cat "$rc_file")
+    rm -f "$rc_file"
+    if [ "$seen" != "${plan:-none}" ] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then
+        N=$((N + 1)) FAILED=$((FAILED + 1))
+        echo "not ok $N - $what ran to its end ($seen of ${plan:-?} tests, exit $rc)"
+    fi
+    return "$rc"
+}
+
+# tap_end: the plan, after the tests it counts (TAP allows it last).
+tap_end() {
+    echo "1..$N"
+    echo "# $((N - FAILED))/$N passed"
+    [ "$FAILED" -eq 0 ]
+}
+
+t_qrdma_setup() {
+    qrdma_setup
+}
+
+t_qrdma_unload() {
+    local netdev=$QRDMA_NETDEV d
+    if [ -z "$netdev" ]; then
+        for d in "$QRDMA_SYS"/device/net/*; do
+            [ -e "$d" ] && netdev=$(basename "$d")
+        done
+    fi
+    lsmod | grep -q '^qrdma ' || { echo "qrdma is not loaded"; return 1; }
+    rmmod qrdma || { rdma res show; return 1; }
+    ! lsmod | grep -q '^qrdma ' || return 1
+    [ ! -e "$QRDMA_SYS" ] || { echo "$QRDMA_SYS still there"; return 1; }
+    [ -z "$netdev" ] || [ ! -e "/sys/class/net/$netdev" ] ||
+        { echo "$netdev still there"; return 1; }
+}
+
+t_dmesg_clean() {
+    local bad
+    dmesg | grep -i qrdma || true
+    bad=$(dmesg | grep -E '\b(WARNING|BUG|Oops)\b|lockdep|possible recursive locking|Call Trace' || true)
+    bad+=$(dmesg -l emerg,alert,crit,err 2>/dev/null | grep -i qrdma || true)
+    [ -z "$bad" ] && return 0
+    echo "--- offending lines"
+    echo "$bad"
+    return 1
 }
 
 # --- helpers ----------------------------------------------------------------------
@@ -118,27 +199,23 @@ server_client() {
 
 # --- setup ------------------------------------------------------------------------
 
-# libqrdma into the provider directory of the guest's libibverbs.
-qrdma_install_provider() {
-    local so dir
-    so=$(ls "$QRDMA_PROVIDER_DIR"/libqrdma-rdmav*.so 2>/dev/null | head -n 1)
-    [ -n "$so" ] && [ -f "$QRDMA_PROVIDER_DIR/qrdma.driver" ] || {
-        echo "no provider in $QRDMA_PROVIDER_DIR: run scripts/build-provider on the host"
+# libqrdma where the guest's libibverbs looks, put there by install-guest.
+qrdma_check_provider() {
+    local so
+    so=$(ls /usr/lib/*/libibverbs/libqrdma-rdmav*.so 2>/dev/null | head -n 1)
+    [ -n "$so" ] && [ -f /etc/libibverbs.d/qrdma.driver ] || {
+        echo "no libqrdma in the guest image: run scripts/install-guest on the host"
         return 1
     }
-    dir=$(dirname "$(ls /usr/lib/*/libibverbs/lib*-rdmav*.so | head -n 1)")
-    [ -d "$dir" ] || { echo "no libibverbs provider directory"; return 1; }
-    install -m 0644 "$so" "$dir/" &&
-        install -m 0644 "$QRDMA_PROVIDER_DIR/qrdma.driver" /etc/libibverbs.d/ || return 1
-    echo "installed $(basename "$so") into $dir"
+    echo "provider $so"
 }
 
 qrdma_load_driver() {
-    [ -f "$QRDMA_KO" ] || { echo "no $QRDMA_KO: run scripts/build-driver on the host"; return 1; }
-    modprobe -a ib_core ib_uverbs rdma_cm rdma_ucm || return 1
-    if ! lsmod | grep -q '^qrdma '; then
-        insmod "$QRDMA_KO" || return 1
-    fi
+    modinfo -n qrdma >/dev/null 2>&1 || {
+        echo "no qrdma.ko in the guest image: run scripts/install-guest on the host"
+        return 1
+    }
+    modprobe -a ib_core ib_uverbs rdma_cm rdma_ucm qrdma || return 1
     wait_for 10 test -d "$QRDMA_SYS" || { echo "no $QRDMA_SYS"; return 1; }
     wait_for 10 test -e /dev/infiniband/uverbs0 || { echo "no uverbs device"; return 1; }
 }
@@ -180,7 +257,7 @@ qrdma_find_gid() {
 
 # qrdma_setup: all of the above; prints what it did.
 qrdma_setup() {
-    qrdma_install_provider &&
+    qrdma_check_provider &&
         qrdma_load_driver &&
         qrdma_setup_netdev &&
         qrdma_find_gid || return 1

@@ -1,11 +1,11 @@
 #!/bin/bash
 # libqrdma's verbs semantics (provider-semantics.py, with pyverbs): run
 # inside the guest as root by
-#   scripts/build-driver && scripts/build-provider
+#   scripts/build-driver && scripts/build-provider && scripts/install-guest
 #   scripts/run-vm --script tests/vm/provider-semantics.sh -- \
 #       -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 -device qrdma,bus=rp0
-# Prints TAP (the setup, then the Python tests); exits nonzero if any
-# test failed.
+# Prints TAP (the setup, the Python tests, the unload and dmesg checks);
+# exits nonzero if any test failed.
 set -uo pipefail
 
 # run-vm copies the script to /qrdma/run: the library is in the checkout.
@@ -14,17 +14,14 @@ set -uo pipefail
 LOGDIR=${QRDMA_OUT:-/tmp}/provider-semantics
 mkdir -p "$LOGDIR"
 
-if ! qrdma_setup >"$LOGDIR/setup.log" 2>&1; then
-    echo "1..1"
-    echo "not ok 1 - qrdma setup (provider, driver, address, GID)"
-    diag "$LOGDIR/setup.log"
-    exit 1
+run_test qrdma_setup
+if [ -n "$QRDMA_GID_INDEX" ]; then
+    # A hung test must not hang the VM: the harness's timeout is longer.
+    tap_include provider-semantics.py \
+        timeout 600 python3 "$QRDMA_SRC_DIR/tests/vm/provider-semantics.py" \
+        "$QRDMA_DEV" "$QRDMA_GID_INDEX"
+    echo "# guest_errors $(qrdma_counter guest_errors), stale_cqes $(qrdma_counter stale_cqes)"
 fi
-grep '^INFO: ' "$LOGDIR/setup.log" | sed 's/^INFO: /# /'
-# A hung test must not hang the VM: the harness's timeout is longer.
-timeout 600 python3 "$QRDMA_SRC_DIR/tests/vm/provider-semantics.py" \
-    "$QRDMA_DEV" "$QRDMA_GID_INDEX"
-rc=$?
-echo "# guest_errors $(qrdma_counter guest_errors), stale_cqes $(qrdma_counter stale_cqes)"
-dmesg | grep -iE 'qrdma.*(error|fail)|WARNING|BUG|Oops' | sed 's/^/# dmesg: /' || true
-exit "$rc"
+run_test qrdma_unload
+run_test dmesg_clean
+tap_end
