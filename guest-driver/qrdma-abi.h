@@ -123,6 +123,20 @@ struct qrdma_ibv_create_srq_resp {
 	__u32 max_sge;
 };
 
+/*
+ * modify_srq with IBV_SRQ_MAX_WR: the new ring.  Until the verb returns,
+ * user space writes every WQE it posts into both rings (see the spec,
+ * "Shared receive queue resize"); afterwards it uses the new one if the
+ * verb succeeded and the old one if it failed.  Without IBV_SRQ_MAX_WR
+ * the command may be left out, or sent with every field 0.
+ */
+struct qrdma_ibv_modify_srq {
+	__u32 comp_mask;
+	/* Ring entries, a power of two, at least max_wr. */
+	__u32 entries;
+	__aligned_u64 ring_va;
+};
+
 struct qrdma_ibv_create_ah_resp {
 	__u32 comp_mask;
 	/* The handle a UD send WQE names the AH by. */

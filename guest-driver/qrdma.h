@@ -166,6 +166,13 @@ struct qrdma_wq {
 	 */
 	atomic_t ci;
 	u64 *wr_ids;			/* QP queues only */
+	/*
+	 * SRQs, while MODIFY_SRQ moves the queue to a new ring: the device
+	 * reads the old ring until the command executes and the new one
+	 * afterwards, so posters write each WQE into both.  Under lock.
+	 */
+	struct qrdma_kring *next_ring;
+	u32 next_log2;
 };
 
 struct qrdma_qp {
@@ -189,6 +196,8 @@ struct qrdma_srq {
 	u32 uctx;
 	struct qrdma_wq rq;
 	struct ib_umem *umem;
+	/* One resize at a time: each swaps the ring the others would use. */
+	struct mutex resize_lock;
 };
 
 struct qrdma_ah {

@@ -141,6 +141,7 @@ int qrdma_cmd_query_device(struct qrdma_cmdq *cmdq,
 	attr->max_pkeys = le32_to_cpu(resp.max_pkeys);
 	attr->local_ca_ack_delay = resp.local_ca_ack_delay;
 	attr->atomic_cap = resp.atomic_cap;
+	attr->device_caps = le32_to_cpu(resp.device_caps);
 	return 0;
 }
 
@@ -574,16 +575,22 @@ int qrdma_cmd_create_srq(struct qrdma_cmdq *cmdq,
 	return 0;
 }
 
-int qrdma_cmd_modify_srq(struct qrdma_cmdq *cmdq, u32 uctx, u32 srqn,
-			 u32 attr_mask, u32 srq_limit)
+int qrdma_cmd_modify_srq(struct qrdma_cmdq *cmdq,
+			 const struct qrdma_modify_srq_params *params)
 {
 	struct qrdma_cmpl cmpl;
 	struct qrdma_cmd cmd;
 
-	qrdma_cmd_init(&cmd, QRDMA_CMD_MODIFY_SRQ, uctx);
-	cmd.srq.srqn = cpu_to_le32(srqn);
-	cmd.srq.attr_mask = cpu_to_le32(attr_mask);
-	cmd.srq.srq_limit = cpu_to_le32(srq_limit);
+	qrdma_cmd_init(&cmd, QRDMA_CMD_MODIFY_SRQ, params->uctx);
+	cmd.srq.srqn = cpu_to_le32(params->srqn);
+	cmd.srq.attr_mask = cpu_to_le32(params->attr_mask);
+	cmd.srq.srq_limit = cpu_to_le32(params->srq_limit);
+	if (params->attr_mask & QRDMA_SRQ_ATTR_MAX_WR) {
+		cmd.srq.max_wr = cpu_to_le32(params->max_wr);
+		cmd.srq.pages_addr = cpu_to_le64(params->pages_dma);
+		cmd.srq.npages = cpu_to_le32(params->npages);
+		cmd.srq.log2_entries = cpu_to_le32(params->log2_entries);
+	}
 	return qrdma_cmd_exec(cmdq, &cmd, &cmpl, NULL, 0);
 }
 

@@ -47,6 +47,7 @@ struct qrdma_dev_attr {
 	u32 max_pkeys;
 	u8 local_ca_ack_delay;
 	u8 atomic_cap;
+	u32 device_caps;		/* QRDMA_DEV_CAP_* */
 };
 
 /* QUERY_PORT */
@@ -222,6 +223,18 @@ struct qrdma_create_srq_params {
 	u32 log2_entries;
 };
 
+/* MODIFY_SRQ: the new ring only with QRDMA_SRQ_ATTR_MAX_WR */
+struct qrdma_modify_srq_params {
+	u32 uctx;
+	u32 srqn;
+	u32 attr_mask;			/* QRDMA_SRQ_ATTR_* */
+	u32 srq_limit;
+	u32 max_wr;
+	dma_addr_t pages_dma;
+	u32 npages;
+	u32 log2_entries;
+};
+
 /* CREATE_SRQ, QUERY_SRQ */
 struct qrdma_srq_result {
 	u32 srqn;
@@ -268,8 +281,8 @@ int qrdma_cmd_destroy_qp(struct qrdma_cmdq *cmdq, u32 uctx, u32 qpn);
 int qrdma_cmd_create_srq(struct qrdma_cmdq *cmdq,
 			 const struct qrdma_create_srq_params *params,
 			 struct qrdma_srq_result *result);
-int qrdma_cmd_modify_srq(struct qrdma_cmdq *cmdq, u32 uctx, u32 srqn,
-			 u32 attr_mask, u32 srq_limit);
+int qrdma_cmd_modify_srq(struct qrdma_cmdq *cmdq,
+			 const struct qrdma_modify_srq_params *params);
 int qrdma_cmd_query_srq(struct qrdma_cmdq *cmdq, u32 uctx, u32 srqn,
 			struct qrdma_srq_result *result);
 int qrdma_cmd_destroy_srq(struct qrdma_cmdq *cmdq, u32 uctx, u32 srqn);

@@ -27,7 +27,12 @@ static void qrdma_ring_db(struct qrdma_dev *dev, u32 offset, u32 handle,
 
 static bool qrdma_wq_full(struct qrdma_wq *wq, u32 pi)
 {
-	return pi - (u32)atomic_read(&wq->ci) >= (1U << wq->log2);
+	u32 log2 = wq->log2;
+
+	/* During an SRQ resize a WQE must fit both rings. */
+	if (wq->next_ring)
+		log2 = min(log2, wq->next_log2);
+	return pi - (u32)atomic_read(&wq->ci) >= (1U << log2);
 }
 
 static void *qrdma_wq_entry(struct qrdma_wq *wq, u32 index, u32 size)
@@ -280,6 +285,10 @@ static int qrdma_post_rq(struct qrdma_dev *dev, struct qrdma_wq *wq,
 		wqe->num_sge = cpu_to_le32(wr->num_sge);
 		for (i = 0; i < wr->num_sge; i++)
 			qrdma_set_sge(&wqe->sge[i], &wr->sg_list[i]);
+		if (wq->next_ring)
+			memcpy(wq->next_ring->buf +
+			       (size_t)(pi & ((1U << wq->next_log2) - 1)) *
+			       QRDMA_RQ_WQE_SIZE, wqe, sizeof(*wqe));
 		pi++;
 	}
 	if (pi != wq->pi) {

@@ -237,6 +237,8 @@ int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
 	props->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS |
 				  IB_DEVICE_PORT_ACTIVE_EVENT |
 				  IB_DEVICE_SYS_IMAGE_GUID;
+	if (attr->device_caps & QRDMA_DEV_CAP_SRQ_RESIZE)
+		props->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
 	props->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	props->max_send_sge = attr->max_send_sge;
 	props->max_recv_sge = attr->max_recv_sge;
@@ -1730,6 +1732,7 @@ int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init_attr,
 
 	srq->uctx = qrdma_udata_uctx(udata);
 	params.uctx = srq->uctx;
+	mutex_init(&srq->resize_lock);
 	if (udata) {
 		err = qrdma_copy_cmd(&dev->ibdev, udata, &cmd, sizeof(cmd),
 				     sizeof(cmd));
@@ -1799,28 +1802,140 @@ err_free_ring:
 	return err;
 }
 
+static int qrdma_resize_kernel_srq(struct qrdma_dev *dev, struct qrdma_srq *srq,
+				   struct qrdma_modify_srq_params *params)
+{
+	struct qrdma_wq *wq = &srq->rq;
+	struct qrdma_kring ring = {};
+	struct qrdma_page_list pl;
+	unsigned long flags;
+	u32 posted;
+	int err;
+
+	params->log2_entries = order_base_2(params->max_wr);
+	params->npages = qrdma_ring_pages(params->log2_entries,
+					  QRDMA_RQ_WQE_SIZE);
+	err = qrdma_kring_alloc(dev, &ring, params->npages, &pl);
+	if (err)
+		return err;
+	params->pages_dma = pl.dma;
+
+	/*
+	 * The device copies what was posted up to the last doorbell when
+	 * the command executes, a moment the driver cannot see; until the
+	 * completion, posters write into both rings (see qrdma_post_rq).
+	 */
+	spin_lock_irqsave(&wq->lock, flags);
+	posted = wq->pi - (u32)atomic_read(&wq->ci);
+	if (posted > (1U << params->log2_entries)) {
+		spin_unlock_irqrestore(&wq->lock, flags);
+		ibdev_dbg(&dev->ibdev, "SRQ %#x holds %u WRs, more than %u\n",
+			  srq->srqn, posted, params->max_wr);
+		err = -EINVAL;
+		goto err_free_ring;
+	}
+	wq->next_ring = &ring;
+	wq->next_log2 = params->log2_entries;
+	spin_unlock_irqrestore(&wq->lock, flags);
+
+	err = qrdma_cmd_modify_srq(&dev->cmdq, params);
+
+	spin_lock_irqsave(&wq->lock, flags);
+	if (!err) {
+		swap(wq->ring, ring);
+		wq->log2 = params->log2_entries;
+	}
+	wq->next_ring = NULL;
+	spin_unlock_irqrestore(&wq->lock, flags);
+
+err_free_ring:
+	/* The old ring on success, the unused new one otherwise. */
+	qrdma_page_list_free(dev, &pl);
+	qrdma_kring_free(dev, &ring);
+	return err;
+}
+
+static int qrdma_resize_user_srq(struct qrdma_dev *dev, struct qrdma_srq *srq,
+				 struct qrdma_modify_srq_params *params,
+				 struct ib_udata *udata)
+{
+	struct qrdma_ibv_modify_srq cmd = {};
+	struct qrdma_page_list pl;
+	struct ib_umem *umem;
+	int err;
+
+	err = qrdma_copy_cmd(&dev->ibdev, udata, &cmd, sizeof(cmd),
+			     sizeof(cmd));
+	if (err)
+		return err;
+	if (cmd.comp_mask) {
+		ibdev_dbg(&dev->ibdev, "unknown modify_srq comp_mask %#x\n",
+			  cmd.comp_mask);
+		return -EOPNOTSUPP;
+	}
+	if (!qrdma_ring_entries_ok(dev, cmd.entries, params->max_wr,
+				   dev->attr.max_srq_wr))
+		return -EINVAL;
+	params->log2_entries = ilog2(cmd.entries);
+	params->npages = qrdma_ring_pages(params->log2_entries,
+					  QRDMA_RQ_WQE_SIZE);
+	umem = qrdma_uring_get(dev, cmd.ring_va, params->npages, &pl);
+	if (IS_ERR(umem))
+		return PTR_ERR(umem);
+	params->pages_dma = pl.dma;
+
+	err = qrdma_cmd_modify_srq(&dev->cmdq, params);
+	qrdma_page_list_free(dev, &pl);
+	if (!err)
+		/* The device no longer uses the old ring. */
+		swap(srq->umem, umem);
+	ib_umem_release(umem);
+	return err;
+}
+
 int qrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask attr_mask, struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibsrq->device);
 	struct qrdma_srq *srq = to_qsrq(ibsrq);
-	u32 mask = 0;
+	struct qrdma_modify_srq_params params = {
+		.uctx = srq->uctx,
+		.srqn = srq->srqn,
+		.srq_limit = attr->srq_limit,
+		.max_wr = attr->max_wr,
+	};
 	int err;
 
-	if (!qrdma_udata_is_empty(&dev->ibdev, udata))
-		return -EINVAL;
 	if (attr_mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT)) {
 		ibdev_dbg(&dev->ibdev, "unsupported SRQ attributes %#x\n",
 			  attr_mask);
 		return -EINVAL;
 	}
-	if (attr_mask & IB_SRQ_MAX_WR)
-		mask |= QRDMA_SRQ_ATTR_MAX_WR;
 	if (attr_mask & IB_SRQ_LIMIT)
-		mask |= QRDMA_SRQ_ATTR_LIMIT;
+		params.attr_mask |= QRDMA_SRQ_ATTR_LIMIT;
 
-	err = qrdma_cmd_modify_srq(&dev->cmdq, srq->uctx, srq->srqn, mask,
-				   attr->srq_limit);
+	if (!(attr_mask & IB_SRQ_MAX_WR)) {
+		if (!qrdma_udata_is_empty(&dev->ibdev, udata))
+			return -EINVAL;
+		err = qrdma_cmd_modify_srq(&dev->cmdq, &params);
+		goto out;
+	}
+
+	if (!(dev->attr.device_caps & QRDMA_DEV_CAP_SRQ_RESIZE))
+		return -EOPNOTSUPP;
+	if (!attr->max_wr || attr->max_wr > dev->attr.max_srq_wr) {
+		ibdev_dbg(&dev->ibdev, "SRQ of %u WRs exceeds the device's\n",
+			  attr->max_wr);
+		return -EINVAL;
+	}
+	params.attr_mask |= QRDMA_SRQ_ATTR_MAX_WR;
+	mutex_lock(&srq->resize_lock);
+	if (srq->uctx)
+		err = qrdma_resize_user_srq(dev, srq, &params, udata);
+	else
+		err = qrdma_resize_kernel_srq(dev, srq, &params);
+	mutex_unlock(&srq->resize_lock);
+out:
 	if (err)
 		ibdev_dbg(&dev->ibdev, "MODIFY_SRQ %#x failed: %d\n",
 			  srq->srqn, err);

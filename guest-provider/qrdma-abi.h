@@ -21,6 +21,8 @@ DECLARE_DRV_CMD(uqrdma_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		qrdma_ibv_create_qp, qrdma_ibv_create_qp_resp);
 DECLARE_DRV_CMD(uqrdma_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		qrdma_ibv_create_srq, qrdma_ibv_create_srq_resp);
+DECLARE_DRV_CMD(uqrdma_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		qrdma_ibv_modify_srq, empty);
 DECLARE_DRV_CMD(uqrdma_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		qrdma_ibv_resize_cq, qrdma_ibv_resize_cq_resp);
 

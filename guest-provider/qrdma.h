@@ -87,6 +87,13 @@ struct qrdma_wq {
 	_Atomic(uint32_t) pi;
 	/* Written by pollers, read by the poster. */
 	_Atomic(uint32_t) ci;
+	/*
+	 * An SRQ being resized: the device switches from buf to next_buf at
+	 * a moment the provider cannot see, so posters write each WQE into
+	 * both until the resize returns.  Under lock.
+	 */
+	struct qrdma_buf *next_buf;
+	uint32_t next_log2;
 };
 
 struct qrdma_cq {
@@ -108,6 +115,8 @@ struct qrdma_srq {
 	struct verbs_srq vsrq;
 	uint32_t srqn;
 	struct qrdma_wq rq;
+	/* One resize at a time: each replaces the ring the others use. */
+	pthread_mutex_t resize_mutex;
 };
 
 struct qrdma_qp {

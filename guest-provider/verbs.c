@@ -862,8 +862,13 @@ static void *qrdma_wq_entry(struct qrdma_wq *wq, uint32_t index)
 /* S38: a full ring refuses with ENOMEM. */
 static bool qrdma_wq_full(struct qrdma_wq *wq, uint32_t pi)
 {
+	uint32_t log2 = wq->log2;
+
+	/* During an SRQ resize a WQE must fit both rings. */
+	if (wq->next_buf)
+		log2 = min(log2, wq->next_log2);
 	return pi - atomic_load_explicit(&wq->ci, memory_order_acquire) >=
-	       (1U << wq->log2);
+	       (1U << log2);
 }
 
 static void qrdma_set_sge(struct qrdma_sge *sge, uint32_t lkey,
@@ -912,6 +917,10 @@ static int qrdma_post_rq(struct qrdma_context *ctx, struct qrdma_wq *wq,
 			qrdma_set_sge(&wqe->sge[i], wr->sg_list[i].lkey,
 				      wr->sg_list[i].addr,
 				      wr->sg_list[i].length);
+		if (unlikely(wq->next_buf))
+			memcpy((uint8_t *)wq->next_buf->addr +
+			       (size_t)(pi & ((1U << wq->next_log2) - 1)) *
+			       wq->wqe_size, wqe, wq->wqe_size);
 		pi++;
 	}
 	if (pi != start) {
@@ -972,6 +981,7 @@ struct ibv_srq *qrdma_create_srq(struct ibv_pd *ibvpd,
 	}
 	srq->srqn = resp.srqn;
 	srq->rq.max_sge = min_t(uint32_t, resp.max_sge, QRDMA_MAX_RECV_SGE);
+	pthread_mutex_init(&srq->resize_mutex, NULL);
 	return &srq->vsrq.srq;
 
 err_destroy_wq:
@@ -982,12 +992,73 @@ err_free_srq:
 	return NULL;
 }
 
+/*
+ * Resize: the device copies the WQEs it holds into the new ring when the
+ * command executes; what is posted meanwhile goes into both rings.
+ */
+static int qrdma_resize_srq(struct qrdma_srq *srq, struct ibv_srq_attr *attr,
+			    int attr_mask)
+{
+	struct qrdma_context *ctx = to_qrdma_ctx(srq->vsrq.srq.context);
+	struct uqrdma_modify_srq cmd = {};
+	struct qrdma_wq *wq = &srq->rq;
+	struct qrdma_buf buf, old;
+	uint32_t entries, posted;
+	int err;
+
+	if (!attr->max_wr || attr->max_wr > ctx->max_srq_wr)
+		return EINVAL;
+	entries = qrdma_ring_entries(attr->max_wr);
+	err = qrdma_alloc_buf(&buf, (size_t)entries * wq->wqe_size);
+	if (err)
+		return err;
+
+	pthread_spin_lock(&wq->lock);
+	posted = atomic_load_explicit(&wq->pi, memory_order_relaxed) -
+		 atomic_load_explicit(&wq->ci, memory_order_acquire);
+	if (posted > entries) {
+		pthread_spin_unlock(&wq->lock);
+		qrdma_free_buf(&buf);
+		return EINVAL;
+	}
+	wq->next_buf = &buf;
+	wq->next_log2 = qrdma_ilog2(entries);
+	pthread_spin_unlock(&wq->lock);
+
+	cmd.entries = entries;
+	cmd.ring_va = (uintptr_t)buf.addr;
+	err = ibv_cmd_modify_srq(&srq->vsrq.srq, attr, attr_mask, &cmd.ibv_cmd,
+				 sizeof(cmd));
+
+	pthread_spin_lock(&wq->lock);
+	if (!err) {
+		old = wq->buf;
+		wq->buf = buf;
+		wq->log2 = wq->next_log2;
+	} else {
+		old = buf;
+	}
+	wq->next_buf = NULL;
+	pthread_spin_unlock(&wq->lock);
+	qrdma_free_buf(&old);
+	return err;
+}
+
 int qrdma_modify_srq(struct ibv_srq *ibvsrq, struct ibv_srq_attr *attr,
 		     int attr_mask)
 {
+	struct qrdma_srq *srq = to_qrdma_srq(ibvsrq);
 	struct ibv_modify_srq cmd;
+	int err;
 
-	return ibv_cmd_modify_srq(ibvsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibvsrq, attr, attr_mask, &cmd,
+					  sizeof(cmd));
+
+	pthread_mutex_lock(&srq->resize_mutex);
+	err = qrdma_resize_srq(srq, attr, attr_mask);
+	pthread_mutex_unlock(&srq->resize_mutex);
+	return err;
 }
 
 int qrdma_query_srq(struct ibv_srq *ibvsrq, struct ibv_srq_attr *attr)
@@ -1005,6 +1076,7 @@ int qrdma_destroy_srq(struct ibv_srq *ibvsrq)
 	err = ibv_cmd_destroy_srq(ibvsrq);
 	if (err)
 		return err;
+	pthread_mutex_destroy(&srq->resize_mutex);
 	qrdma_wq_destroy(&srq->rq);
 	free(srq);
 	return 0;

@@ -419,15 +419,19 @@ struct qrdma_query_qp_resp {
     uint8_t rsvd[6];
 };
 
-/* CREATE_SRQ, MODIFY_SRQ */
+/*
+ * CREATE_SRQ, MODIFY_SRQ.  MODIFY_SRQ with QRDMA_SRQ_ATTR_MAX_WR moves the
+ * SRQ onto a new ring (max_wr, pages_addr, npages, log2_entries), copying
+ * the WQEs posted and not yet taken to the same free-running index there.
+ */
 struct qrdma_cmd_srq {
     uint32_t pd;                        /* CREATE_SRQ */
     uint32_t srqn;                      /* MODIFY_SRQ */
     uint32_t max_wr;
-    uint32_t max_sge;
+    uint32_t max_sge;                   /* CREATE_SRQ */
     uint32_t srq_limit;
     uint32_t attr_mask;                 /* MODIFY_SRQ: QRDMA_SRQ_ATTR_* */
-    uint64_t pages_addr;                /* CREATE_SRQ: the ring */
+    uint64_t pages_addr;                /* the ring */
     uint32_t npages;
     uint32_t log2_entries;
 };
@@ -526,8 +530,15 @@ struct qrdma_device_attr {
     uint32_t max_pkeys;
     uint8_t local_ca_ack_delay;
     uint8_t atomic_cap;                 /* 1: within this HCA */
-    uint8_t rsvd[6];
+    uint8_t rsvd[2];
+    uint32_t device_caps;               /* QRDMA_DEV_CAP_* */
 };
+
+/*
+ * QRDMA_DEVICE_ATTR device_caps: what the device does beyond the base
+ * interface.  A device that does not know a bit reports it as 0.
+ */
+#define QRDMA_DEV_CAP_SRQ_RESIZE        (1u << 0)   /* MODIFY_SRQ MAX_WR */
 
 /* Port states: the IB verbs values. */
 #define QRDMA_PORT_DOWN                 1

@@ -424,6 +424,7 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     a.max_pkeys = cpu_to_le32(1);
     a.local_ca_ack_delay = 15;
     a.atomic_cap = 1;
+    a.device_caps = cpu_to_le32(QRDMA_DEV_CAP_SRQ_RESIZE);
     return qrdma_reply(core, &cmd->query, &a, sizeof(a));
 }
 
@@ -1009,6 +1010,36 @@ static uint8_t qrdma_cmd_create_srq(QrdmaCore *core, uint32_t uctx,
     return QRDMA_STATUS_OK;
 }
 
+/*
+ * Move an SRQ onto the ring of 2^log2 entries in pages.  The WQEs posted
+ * and not yet taken keep their free-running indices: each is copied to
+ * slot (index mod 2^log2) of the new ring, so neither the consumer's nor
+ * the device's producer and consumer indices change.
+ */
+static void qrdma_srq_move(QrdmaCore *core, QrdmaSrq *srq, QrdmaPages *pages,
+                           uint32_t log2)
+{
+    struct qrdma_rq_wqe wqe;
+    uint32_t i;
+
+    for (i = srq->ci; i != srq->pi; i++) {
+        if (!qrdma_dma_read(core, qrdma_ring_addr(&srq->ring, i, srq->log2,
+                                                  QRDMA_RQ_WQE_SIZE),
+                            &wqe, sizeof(wqe))) {
+            /* Taking it would have failed too: let the new slot fail. */
+            memset(&wqe, 0, sizeof(wqe));
+            wqe.num_sge = cpu_to_le32(UINT32_MAX);
+        }
+        qrdma_dma_write(core, qrdma_ring_addr(pages, i, log2,
+                                              QRDMA_RQ_WQE_SIZE),
+                        &wqe, sizeof(wqe));
+    }
+    qrdma_pages_free(&srq->ring);
+    srq->ring = *pages;
+    srq->log2 = log2;
+    srq->max_wr = 1u << log2;
+}
+
 static uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
                                     const struct qrdma_cmd *cmd,
                                     struct qrdma_cmpl *cmpl)
@@ -1016,6 +1047,10 @@ static uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
     const struct qrdma_cmd_srq *c = &cmd->srq;
     uint32_t mask = le32_to_cpu(c->attr_mask);
     uint32_t limit = le32_to_cpu(c->srq_limit);
+    uint32_t log2 = le32_to_cpu(c->log2_entries);
+    uint32_t npages = le32_to_cpu(c->npages);
+    uint32_t max_wr, posted = 0;
+    QrdmaPages ring = { };
     QrdmaSrq *srq;
     uint8_t st;
     int idx;
@@ -1029,18 +1064,40 @@ static uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "unknown SRQ attributes 0x%" PRIx32, mask);
     }
+    max_wr = srq->max_wr;
     if (mask & QRDMA_SRQ_ATTR_MAX_WR) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
-                              "SRQs do not resize");
+        st = qrdma_check_wq(core, "shared receive", le32_to_cpu(c->max_wr),
+                            core->limits.max_srq_wr, 0, QRDMA_MAX_RECV_SGE,
+                            log2, npages, QRDMA_RQ_WQE_SIZE);
+        if (st) {
+            return st;
+        }
+        posted = srq->pi - srq->ci;
+        if (posted > (1u << log2)) {
+            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                                  "%" PRIu32 " WQEs posted do not fit a "
+                                  "ring of 2^%" PRIu32, posted, log2);
+        }
+        max_wr = 1u << log2;
     }
-    if ((mask & QRDMA_SRQ_ATTR_LIMIT) && limit >= srq->max_wr) {
+    if (!(mask & QRDMA_SRQ_ATTR_LIMIT)) {
+        limit = srq->limit;
+    }
+    if (limit >= max_wr) {
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "SRQ limit %" PRIu32 " not below %" PRIu32,
-                              limit, srq->max_wr);
+                              limit, max_wr);
     }
-    if (mask & QRDMA_SRQ_ATTR_LIMIT) {
-        srq->limit = limit;
+    if (mask & QRDMA_SRQ_ATTR_MAX_WR) {
+        st = qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages,
+                              npages, QRDMA_PAGE_SHIFT, &ring);
+        if (st) {
+            return st;
+        }
+        qrdma_srq_move(core, srq, &ring, log2);
+        trace_qrdma_srq_resize(srq->handle, log2, posted);
     }
+    srq->limit = limit;
     return QRDMA_STATUS_OK;
 }
 

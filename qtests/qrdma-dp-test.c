@@ -918,6 +918,161 @@ static void test_s33_s34_srq(void *obj, void *data, QGuestAllocator *alloc)
     expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
 }
 
+/* An SRQ receive WQE with one 64-byte buffer in data page 1 + (i % 8). */
+static void srq_wqe(Env *e, uint64_t ring, uint32_t log2, uint32_t i)
+{
+    struct qrdma_rq_wqe r = {
+        .wr_id = 0x100 + i,
+        .num_sge = cpu_to_le32(1),
+        .sge[0].addr = cpu_to_le64(e->data + 4096 * (1 + i % 8)),
+        .sge[0].length = cpu_to_le32(64),
+        .sge[0].lkey = cpu_to_le32(e->lkey),
+    };
+
+    qtest_memwrite(e->t.qts, ring + (i & ((1u << log2) - 1)) * 128, &r,
+                   sizeof(r));
+}
+
+static uint8_t resize_srq(Env *e, uint32_t srq, uint32_t log2,
+                          uint64_t pages_addr, uint32_t mask, uint32_t limit)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_MODIFY_SRQ };
+
+    cmd.srq.srqn = cpu_to_le32(srq);
+    cmd.srq.attr_mask = cpu_to_le32(mask);
+    cmd.srq.srq_limit = cpu_to_le32(limit);
+    cmd.srq.max_wr = cpu_to_le32(1u << log2);
+    cmd.srq.log2_entries = cpu_to_le32(log2);
+    cmd.srq.npages = cpu_to_le32(1);
+    cmd.srq.pages_addr = cpu_to_le64(pages_addr);
+    return qrdma_t_exec(&e->t, &cmd, NULL);
+}
+
+static uint32_t srq_max_wr(Env *e, uint32_t srq)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_QUERY_SRQ };
+    struct qrdma_cmpl cmpl;
+
+    cmd.query.index = cpu_to_le32(srq);
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
+    return le32_to_cpu(cmpl.data[0]);
+}
+
+/*
+ * MODIFY_SRQ with MAX_WR: the WQEs posted and not taken move to the new
+ * ring at their indices; a shrink below them, a bad ring, a limit not
+ * below the new size are refused and change nothing.
+ */
+static void test_srq_resize(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_SRQ };
+    uint64_t ring4, ring16, ring2, bad;
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    uint64_t errors;
+    uint32_t srq, i;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    ring4 = guest_alloc(alloc, 4096);
+    ring16 = guest_alloc(alloc, 4096);
+    ring2 = guest_alloc(alloc, 4096);
+    cmd.srq.pd = cpu_to_le32(e.pd);
+    cmd.srq.max_wr = cpu_to_le32(4);
+    cmd.srq.max_sge = cpu_to_le32(1);
+    cmd.srq.log2_entries = cpu_to_le32(2);
+    cmd.srq.npages = cpu_to_le32(1);
+    cmd.srq.pages_addr = cpu_to_le64(page_list1(&e, ring4));
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    srq = le32_to_cpu(cmpl.handle);
+
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, srq, &e.cq, &e.cq), ==,
+                     0);
+    to_rtr(&e, &a, b.qpn);
+    to_rtr(&e, &b, a.qpn);
+    to_rts(&e, &a, 0);
+    to_rts(&e, &b, 0);
+
+    /* 4 posted, the first taken: 3 left at indices 1-3 */
+    for (i = 0; i < 4; i++) {
+        srq_wqe(&e, ring4, 2, i);
+    }
+    ring_db(&e, QRDMA_DB_SRQ, srq, 4);
+    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x100, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+
+    /* refused, changing nothing: 3 WQEs do not fit a ring of 2 */
+    errors = qrdma_t_qom_get(&e.t, "guest-errors");
+    g_assert_cmpuint(resize_srq(&e, srq, 1, page_list1(&e, ring2),
+                                QRDMA_SRQ_ATTR_MAX_WR, 0), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    /* a ring over max-srq-wr, and npages that do not match */
+    g_assert_cmpuint(resize_srq(&e, srq, 15, page_list1(&e, ring16),
+                                QRDMA_SRQ_ATTR_MAX_WR, 0), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(resize_srq(&e, srq, 6, page_list1(&e, ring16),
+                                QRDMA_SRQ_ATTR_MAX_WR, 0), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    /* a limit not below the new size */
+    g_assert_cmpuint(resize_srq(&e, srq, 4, page_list1(&e, ring16),
+                                QRDMA_SRQ_ATTR_MAX_WR | QRDMA_SRQ_ATTR_LIMIT,
+                                16), ==, QRDMA_STATUS_BAD_PARAM);
+    /* a page that is not guest RAM */
+    bad = 0xfffffffff000ull;  /* not RAM on pc or q35 */
+    g_assert_cmpuint(resize_srq(&e, srq, 4, qrdma_t_page_list(&e.t, &bad, 1),
+                                QRDMA_SRQ_ATTR_MAX_WR, 0), ==,
+                     QRDMA_STATUS_BAD_ADDR);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, errors + 5);
+    g_assert_cmpuint(srq_max_wr(&e, srq), ==, 4);
+
+    /* grow to 16, arming the limit at 12 in the same command */
+    qtest_memset(e.t.qts, ring16, 0, 4096);
+    g_assert_cmpuint(resize_srq(&e, srq, 4, page_list1(&e, ring16),
+                                QRDMA_SRQ_ATTR_MAX_WR | QRDMA_SRQ_ATTR_LIMIT,
+                                12), ==, 0);
+    g_assert_cmpuint(srq_max_wr(&e, srq), ==, 16);
+    /* the old ring is no longer read: what it holds now plays no part */
+    qtest_memset(e.t.qts, ring4, 0xff, 4096);
+    /* indices go on from 4, in the new ring: 16 outstanding is a full ring */
+    for (i = 4; i < 17; i++) {
+        srq_wqe(&e, ring16, 4, i);
+    }
+    ring_db(&e, QRDMA_DB_SRQ, srq, 17);
+    for (i = 1; i < 17; i++) {
+        w.wr_id = 0xa0 + i;
+        post_send(&e, &a, &w);
+        expect_cqe(&e, &e.cq, 0x100 + i, b.qpn, QRDMA_WC_RECV,
+                   QRDMA_WC_SUCCESS);
+        expect_cqe(&e, &e.cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
+                   QRDMA_WC_SUCCESS);
+        if (i == 5) {
+            /* 11 left: below the limit of 12 */
+            expect_event(&e, 0, QRDMA_EV_SRQ_LIMIT_REACHED, srq);
+        }
+    }
+
+    /* empty now: shrink to 2, then post 2 at indices 17 and 18 */
+    g_assert_cmpuint(resize_srq(&e, srq, 1, page_list1(&e, ring2),
+                                QRDMA_SRQ_ATTR_MAX_WR, 0), ==, 0);
+    g_assert_cmpuint(srq_max_wr(&e, srq), ==, 2);
+    srq_wqe(&e, ring2, 1, 17);
+    srq_wqe(&e, ring2, 1, 18);
+    ring_db(&e, QRDMA_DB_SRQ, srq, 19);
+    for (i = 17; i < 19; i++) {
+        w.wr_id = 0xa0 + i;
+        post_send(&e, &a, &w);
+        expect_cqe(&e, &e.cq, 0x100 + i, b.qpn, QRDMA_WC_RECV,
+                   QRDMA_WC_SUCCESS);
+        expect_cqe(&e, &e.cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
+                   QRDMA_WC_SUCCESS);
+    }
+    expect_no_cqe(&e, &e.cq);
+}
+
 /* RNR: no receive posted at an RC responder */
 static void test_rnr(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -1436,6 +1591,7 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/s11-s12-s16-destroy", "qrdma", test_s11_s12_s16_destroy,
                  NULL);
     qos_add_test("dp/s33-s34-srq", "qrdma", test_s33_s34_srq, NULL);
+    qos_add_test("dp/srq-resize", "qrdma", test_srq_resize, NULL);
     qos_add_test("dp/rnr", "qrdma", test_rnr, NULL);
     qos_add_test("dp/events", "qrdma", test_events, NULL);
     qos_add_test("dp/fast-reg", "qrdma", test_fast_reg, NULL);
