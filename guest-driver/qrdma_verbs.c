@@ -574,7 +574,13 @@ struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access)
 	struct qrdma_mr *mr;
 	int err;
 
-	err = qrdma_mr_access(&dev->ibdev, access, &params.access);
+	/*
+	 * The kernel writes all of its memory through the local DMA lkey
+	 * anyway; ib_alloc_pd() asks for remote access alone (unsafe global
+	 * rkey), which the device, as IB says, refuses without local write.
+	 */
+	err = qrdma_mr_access(&dev->ibdev, access | IB_ACCESS_LOCAL_WRITE,
+			      &params.access);
 	if (err)
 		return ERR_PTR(err);
 

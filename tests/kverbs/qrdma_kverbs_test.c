@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Kernel verbs on a qrdma device, used the way a kernel ULP uses them:
+ * S38 for kernel posts (ib_post_recv and ib_post_send on a full queue, or
+ * with more SGEs than the QP's cap: ENOMEM or EINVAL, bad_wr the first WR
+ * not posted, the ones before it posted) and ib_drain_qp on a connected
+ * RC QP.  The QPs talk to themselves over the port's RoCE v2 GID.
+ *
+ * The module runs its tests when it finds the device (an ib_client) and
+ * writes them to the kernel log as TAP, each line prefixed "qrdma-kverbs: ";
+ * tests/vm/kernel-verbs.sh loads it and reads them.  Built by
+ * scripts/build-driver against the guest kernel's headers.
+ *
+ *   insmod qrdma_kverbs_test.ko [ibdev=qrdma0] gid_index=N
+ */
+#define pr_fmt(fmt) "qrdma-kverbs: " fmt
+
+#include <linux/completion.h>
+#include <linux/dma-mapping.h>
+#include <linux/etherdevice.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_verbs.h>
+
+static char *ibdev = "qrdma0";
+module_param(ibdev, charp, 0444);
+MODULE_PARM_DESC(ibdev, "the RDMA device to test");
+
+static int gid_index = -1;
+module_param(gid_index, int, 0444);
+MODULE_PARM_DESC(gid_index, "the port's RoCE v2 GID to connect the QPs over");
+
+#define KV_PORT 1
+#define KV_BUF_SIZE 4096
+/* What the QPs ask for; the caps they get back are what the tests use. */
+#define KV_QP_WR 4
+#define KV_PATTERN 0x716b766572627321ULL
+
+static int tap_n, tap_failed;
+
+static bool tap(bool ok, const char *what)
+{
+	pr_info("%sok %d - %s\n", ok ? "" : "not ", ++tap_n, what);
+	if (!ok)
+		tap_failed++;
+	return ok;
+}
+
+struct kv_ctx {
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	void *buf;
+	u64 dma;
+	u32 rkey;
+	atomic_t done_ok;
+	atomic_t done_flushed;
+	atomic_t done_other;
+	struct completion write_done;
+	struct ib_cqe cqe;
+	struct ib_cqe write_cqe;
+};
+
+static void kv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kv_ctx *kv = container_of(wc->wr_cqe, struct kv_ctx, cqe);
+
+	if (wc->status == IB_WC_SUCCESS)
+		atomic_inc(&kv->done_ok);
+	else if (wc->status == IB_WC_WR_FLUSH_ERR)
+		atomic_inc(&kv->done_flushed);
+	else
+		atomic_inc(&kv->done_other);
+}
+
+static void kv_write_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kv_ctx *kv = container_of(wc->wr_cqe, struct kv_ctx, write_cqe);
+
+	if (wc->status != IB_WC_SUCCESS) {
+		pr_info("# the RDMA WRITE completed with %s\n",
+			ib_wc_status_msg(wc->status));
+		atomic_inc(&kv->done_other);
+	}
+	complete(&kv->write_done);
+}
+
+static struct ib_qp *kv_create_qp(struct kv_ctx *kv,
+				  struct ib_qp_init_attr *ia)
+{
+	memset(ia, 0, sizeof(*ia));
+	ia->send_cq = kv->cq;
+	ia->recv_cq = kv->cq;
+	ia->qp_type = IB_QPT_RC;
+	/* Unsignaled WRs keep their slots until a signaled one completes. */
+	ia->sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia->cap.max_send_wr = KV_QP_WR;
+	ia->cap.max_recv_wr = KV_QP_WR;
+	ia->cap.max_send_sge = 1;
+	ia->cap.max_recv_sge = 1;
+	return ib_create_qp(kv->pd, ia);
+}
+
+static int kv_to_init(struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = KV_PORT,
+		.qp_access_flags = IB_ACCESS_REMOTE_WRITE,
+	};
+
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			    IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+}
+
+/*
+ * INIT -> RTR -> RTS, the QP its own peer.  Kernel users hand ib_core a
+ * resolved address: the destination MAC is the port netdev's own.
+ */
+static int kv_connect_self(struct kv_ctx *kv, struct ib_qp *qp)
+{
+	const struct ib_gid_attr *sgid;
+	struct net_device *ndev;
+	struct ib_qp_attr a = {};
+	union ib_gid dgid;
+	int err;
+
+	sgid = rdma_get_gid_attr(kv->dev, KV_PORT, gid_index);
+	if (IS_ERR(sgid))
+		return PTR_ERR(sgid);
+
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.type = rdma_ah_find_type(kv->dev, KV_PORT);
+	rdma_ah_set_port_num(&a.ah_attr, KV_PORT);
+	dgid = sgid->gid;
+	rdma_ah_set_grh(&a.ah_attr, &dgid, 0, gid_index, 64, 0);
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
+	if (!IS_ERR(ndev))
+		ether_addr_copy(a.ah_attr.roce.dmac, ndev->dev_addr);
+	rcu_read_unlock();
+	err = IS_ERR(ndev) ? PTR_ERR(ndev) :
+	      ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	rdma_put_gid_attr(sgid);
+	if (err)
+		return err;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT |
+			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* n receives of 64 bytes each, chained. */
+static void kv_recv_chain(struct kv_ctx *kv, struct ib_recv_wr *wr,
+			  struct ib_sge *sge, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		sge[i].addr = kv->dma + 64 * (i % (KV_BUF_SIZE / 64));
+		sge[i].length = 64;
+		sge[i].lkey = kv->pd->local_dma_lkey;
+		wr[i] = (struct ib_recv_wr) {
+			.next = i + 1 < n ? &wr[i + 1] : NULL,
+			.wr_cqe = &kv->cqe,
+			.sg_list = &sge[i],
+			.num_sge = 1,
+		};
+	}
+}
+
+/* n unsignaled 8-byte RDMA WRITEs within the buffer, chained. */
+static void kv_write_chain(struct kv_ctx *kv, struct ib_rdma_wr *wr,
+			   struct ib_sge *sge, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		sge[i].addr = kv->dma;
+		sge[i].length = 8;
+		sge[i].lkey = kv->pd->local_dma_lkey;
+		wr[i] = (struct ib_rdma_wr) {
+			.wr = {
+				.next = i + 1 < n ? &wr[i + 1].wr : NULL,
+				.wr_cqe = &kv->cqe,
+				.sg_list = &sge[i],
+				.num_sge = 1,
+				.opcode = IB_WR_RDMA_WRITE,
+			},
+			.remote_addr = kv->dma + KV_BUF_SIZE / 2,
+			.rkey = kv->rkey,
+		};
+	}
+}
+
+/* S38 on the receive queue of a QP in INIT. */
+static void kv_s38_recv(struct kv_ctx *kv, struct ib_qp *qp,
+			const struct ib_qp_cap *cap)
+{
+	int n = cap->max_recv_wr + 1, sges = cap->max_recv_sge + 1, err;
+	const struct ib_recv_wr *bad;
+	struct ib_recv_wr *wr;
+	struct ib_sge *sge;
+
+	wr = kcalloc(n, sizeof(*wr), GFP_KERNEL);
+	sge = kcalloc(max(n, sges), sizeof(*sge), GFP_KERNEL);
+	if (!wr || !sge) {
+		tap(false, "S38: memory for the receive tests");
+		goto free;
+	}
+
+	kv_recv_chain(kv, wr, sge, 1);
+	wr[0].num_sge = sges;
+	bad = NULL;
+	err = ib_post_recv(qp, wr, &bad);
+	pr_info("# a receive of %d SGEs (max_recv_sge %u): %d\n", sges,
+		cap->max_recv_sge, err);
+	tap((err == -EINVAL || err == -ENOMEM) && bad == wr,
+	    "S38: ib_post_recv with num_sge over max_recv_sge: EINVAL, bad_wr the WR");
+
+	kv_recv_chain(kv, wr, sge, n);
+	bad = NULL;
+	err = ib_post_recv(qp, wr, &bad);
+	pr_info("# %d receives on an RQ of %u: %d, bad_wr #%td\n", n,
+		cap->max_recv_wr, err, bad ? bad - wr : -1);
+	tap(err == -ENOMEM && bad == &wr[n - 1],
+	    "S38: ib_post_recv past the RQ's cap: ENOMEM, bad_wr the first not posted");
+
+	kv_recv_chain(kv, wr, sge, 1);
+	bad = NULL;
+	err = ib_post_recv(qp, wr, &bad);
+	tap(err == -ENOMEM && bad == wr,
+	    "S38: ib_post_recv on a full RQ: ENOMEM, bad_wr the WR");
+free:
+	kfree(sge);
+	kfree(wr);
+}
+
+/* S38 on the send queue of a QP in RTS. */
+static void kv_s38_send(struct kv_ctx *kv, struct ib_qp *qp,
+			const struct ib_qp_cap *cap)
+{
+	int n = cap->max_send_wr + 1, sges = cap->max_send_sge + 1, err;
+	const struct ib_send_wr *bad;
+	struct ib_rdma_wr *wr;
+	struct ib_sge *sge;
+
+	wr = kcalloc(n, sizeof(*wr), GFP_KERNEL);
+	sge = kcalloc(max(n, sges), sizeof(*sge), GFP_KERNEL);
+	if (!wr || !sge) {
+		tap(false, "S38: memory for the send tests");
+		goto free;
+	}
+
+	kv_write_chain(kv, wr, sge, 1);
+	wr[0].wr.num_sge = sges;
+	bad = NULL;
+	err = ib_post_send(qp, &wr[0].wr, &bad);
+	pr_info("# a send of %d SGEs (max_send_sge %u): %d\n", sges,
+		cap->max_send_sge, err);
+	tap((err == -EINVAL || err == -ENOMEM) && bad == &wr[0].wr,
+	    "S38: ib_post_send with num_sge over max_send_sge: EINVAL, bad_wr the WR");
+
+	kv_write_chain(kv, wr, sge, n);
+	bad = NULL;
+	err = ib_post_send(qp, &wr[0].wr, &bad);
+	pr_info("# %d unsignaled writes on an SQ of %u: %d\n", n,
+		cap->max_send_wr, err);
+	tap(err == -ENOMEM && bad == &wr[n - 1].wr,
+	    "S38: ib_post_send past the SQ's cap: ENOMEM, bad_wr the first not posted");
+
+	kv_write_chain(kv, wr, sge, 1);
+	bad = NULL;
+	err = ib_post_send(qp, &wr[0].wr, &bad);
+	tap(err == -ENOMEM && bad == &wr[0].wr,
+	    "S38: ib_post_send on a full SQ: ENOMEM, bad_wr the WR");
+free:
+	kfree(sge);
+	kfree(wr);
+}
+
+static void kv_s38(struct kv_ctx *kv)
+{
+	struct ib_qp_init_attr ia;
+	struct ib_qp *qp;
+
+	qp = kv_create_qp(kv, &ia);
+	if (!tap(!IS_ERR(qp), "S38: an RC QP for the post tests"))
+		return;
+	if (tap(!kv_to_init(qp), "S38: the QP moves to INIT"))
+		kv_s38_recv(kv, qp, &ia.cap);
+	if (tap(!kv_connect_self(kv, qp), "S38: the QP connects to itself (RTR, RTS)"))
+		kv_s38_send(kv, qp, &ia.cap);
+	/* Full queues: nothing to drain with; the destroy drops the WRs. */
+	ib_destroy_qp(qp);
+}
+
+/*
+ * ib_drain_qp: a connected QP with two receives posted and a write done
+ * moves to ERR; the receives come back flushed and the drain returns.
+ */
+static void kv_drain(struct kv_ctx *kv)
+{
+	struct ib_recv_wr rwr[2];
+	struct ib_sge rsge[2], wsge;
+	struct ib_rdma_wr wwr;
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *wbad;
+	struct ib_qp_init_attr ia;
+	unsigned long done;
+	struct ib_qp *qp;
+	int ok0, flushed0;
+
+	qp = kv_create_qp(kv, &ia);
+	if (!tap(!IS_ERR(qp), "drain: an RC QP"))
+		return;
+	if (!tap(!kv_to_init(qp) && !kv_connect_self(kv, qp),
+		 "drain: the QP connects to itself")) {
+		ib_destroy_qp(qp);
+		return;
+	}
+	ok0 = atomic_read(&kv->done_ok);
+	flushed0 = atomic_read(&kv->done_flushed);
+	kv_recv_chain(kv, rwr, rsge, 2);
+	kv_write_chain(kv, &wwr, &wsge, 1);
+	wwr.wr.wr_cqe = &kv->write_cqe;
+	wwr.wr.send_flags = IB_SEND_SIGNALED;
+	reinit_completion(&kv->write_done);
+	*(u64 *)kv->buf = KV_PATTERN;
+	*(u64 *)(kv->buf + KV_BUF_SIZE / 2) = 0;
+	ib_dma_sync_single_for_device(kv->dev, kv->dma, KV_BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	if (tap(!ib_post_recv(qp, rwr, &rbad) &&
+		!ib_post_send(qp, &wwr.wr, &wbad),
+		"drain: two receives and a signaled RDMA WRITE posted")) {
+		done = wait_for_completion_timeout(&kv->write_done, 10 * HZ);
+		ib_dma_sync_single_for_cpu(kv->dev, kv->dma, KV_BUF_SIZE,
+					   DMA_BIDIRECTIONAL);
+		tap(done && !atomic_read(&kv->done_other) &&
+		    *(u64 *)(kv->buf + KV_BUF_SIZE / 2) == KV_PATTERN,
+		    "drain: the RDMA WRITE to itself completes and its data is there");
+	}
+	ib_drain_qp(qp);
+	pr_info("# after ib_drain_qp: %d ok, %d flushed, %d other\n",
+		atomic_read(&kv->done_ok) - ok0,
+		atomic_read(&kv->done_flushed) - flushed0,
+		atomic_read(&kv->done_other));
+	tap(atomic_read(&kv->done_flushed) - flushed0 == 2 &&
+	    atomic_read(&kv->done_ok) == ok0,
+	    "drain: ib_drain_qp returns with both receives flushed");
+	ib_destroy_qp(qp);
+}
+
+static int kv_run(struct ib_device *dev)
+{
+	struct kv_ctx *kv;
+	int err = 0;
+
+	kv = kzalloc(sizeof(*kv), GFP_KERNEL);
+	if (!kv)
+		return -ENOMEM;
+	kv->dev = dev;
+	kv->cqe.done = kv_done;
+	kv->write_cqe.done = kv_write_done;
+	init_completion(&kv->write_done);
+
+	/* The writes target the same buffer: a DMA MR with remote access. */
+	kv->pd = ib_alloc_pd(dev, IB_PD_UNSAFE_GLOBAL_RKEY);
+	if (IS_ERR(kv->pd)) {
+		err = PTR_ERR(kv->pd);
+		goto free_kv;
+	}
+	kv->rkey = kv->pd->unsafe_global_rkey;
+	kv->cq = ib_alloc_cq(dev, kv, 4 * KV_QP_WR + 8, 0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(kv->cq)) {
+		err = PTR_ERR(kv->cq);
+		goto dealloc_pd;
+	}
+	kv->buf = kzalloc(KV_BUF_SIZE, GFP_KERNEL);
+	if (!kv->buf) {
+		err = -ENOMEM;
+		goto free_cq;
+	}
+	kv->dma = ib_dma_map_single(dev, kv->buf, KV_BUF_SIZE,
+				    DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, kv->dma)) {
+		err = -ENOMEM;
+		goto free_buf;
+	}
+
+	kv_s38(kv);
+	kv_drain(kv);
+
+	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);
+free_buf:
+	kfree(kv->buf);
+free_cq:
+	ib_free_cq(kv->cq);
+dealloc_pd:
+	ib_dealloc_pd(kv->pd);
+free_kv:
+	kfree(kv);
+	return err;
+}
+
+static bool kv_tested;
+
+static int kv_add_one(struct ib_device *dev)
+{
+	int err;
+
+	if (strcmp(dev_name(&dev->dev), ibdev))
+		return -EOPNOTSUPP;
+	kv_tested = true;
+	err = kv_run(dev);
+	if (err) {
+		pr_info("# setting up: %d\n", err);
+		tap(false, "PD, CQ and buffer for the tests");
+	}
+	pr_info("1..%d\n", tap_n);
+	pr_info("# %d failed\n", tap_failed);
+	return 0;
+}
+
+static void kv_remove_one(struct ib_device *dev, void *client_data)
+{
+}
+
+static struct ib_client kv_client = {
+	.name = "qrdma-kverbs-test",
+	.add = kv_add_one,
+	.remove = kv_remove_one,
+};
+
+static int __init kv_init(void)
+{
+	int err;
+
+	if (gid_index < 0) {
+		pr_err("gid_index=N is required\n");
+		return -EINVAL;
+	}
+	err = ib_register_client(&kv_client);
+	if (err)
+		return err;
+	if (!kv_tested) {
+		ib_unregister_client(&kv_client);
+		pr_err("no RDMA device %s\n", ibdev);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void __exit kv_exit(void)
+{
+	ib_unregister_client(&kv_client);
+}
+
+module_init(kv_init);
+module_exit(kv_exit);
+
+MODULE_DESCRIPTION("Kernel verbs tests of qrdma (S38, ib_drain_qp)");
+MODULE_LICENSE("Dual BSD/GPL");
