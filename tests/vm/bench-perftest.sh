@@ -27,9 +27,6 @@ set -uo pipefail
 . "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
 
 LOGDIR=${QRDMA_OUT:-/tmp}/bench-perftest
-RXE_DEV=rxe0
-RXE_NETDEV=${RXE_NETDEV:-eth0}
-RXE_GID_INDEX=
 # Under TCG: few enough iterations that one run stays well under 20 s.
 BW_ITERS=${BW_ITERS:-2000}
 LAT_ITERS=${LAT_ITERS:-1000}
@@ -53,39 +50,6 @@ RUNS=(
 )
 
 info() { echo "INFO: $*"; }
-
-# --- setup ------------------------------------------------------------------------
-
-# rdma_rxe needs crc32 through the crypto API, which modules.dep omits.
-rxe_setup() {
-    local ports f i gid type
-    modprobe crc32_generic && modprobe rdma_rxe || return 1
-    rdma link show "$RXE_DEV/1" >/dev/null 2>&1 ||
-        rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV" || return 1
-    wait_for 10 sh -c "ibv_devinfo -d $RXE_DEV | grep -q 'state:.*PORT_ACTIVE'" || {
-        ibv_devinfo -d "$RXE_DEV"
-        return 1
-    }
-    # The RoCE v2 GID of the IPv4 address (::ffff:a.b.c.d); its index
-    # depends on the link-local IPv6 and RoCE v1 entries before it.
-    ports=/sys/class/infiniband/$RXE_DEV/ports/1
-    for _ in $(seq 50); do
-        for f in "$ports"/gids/*; do
-            i=${f##*/}
-            gid=$(cat "$f" 2>/dev/null) || continue
-            type=$(cat "$ports/gid_attrs/types/$i" 2>/dev/null) || continue
-            if [ "$type" = "RoCE v2" ] &&
-               [[ $gid == 0000:0000:0000:0000:0000:ffff:* ]]; then
-                RXE_GID_INDEX=$i
-                echo "INFO: $RXE_DEV on $RXE_NETDEV, RoCE v2 GID index $i ($gid)"
-                return 0
-            fi
-        done
-        sleep 0.1
-    done
-    echo "no RoCE v2 IPv4 GID on $RXE_DEV"
-    return 1
-}
 
 # --- one measurement ----------------------------------------------------------------
 

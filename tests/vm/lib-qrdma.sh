@@ -236,23 +236,35 @@ qrdma_setup_netdev() {
     }
 }
 
-# The index of the RoCE v2 GID of $QRDMA_IP (::ffff:a.b.c.d).
-qrdma_find_gid() {
-    local want f i
-    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${QRDMA_IP//./ })
+# roce_v2_gid_index DEV [GID]: the index of DEV's RoCE v2 GID, GID or
+# else any IPv4 one (::ffff:a.b.c.d); where it lands depends on the
+# link-local IPv6 and RoCE v1 entries before it.  ib_core adds it a little
+# after the address: waits up to 5 s.
+roce_v2_gid_index() {
+    local ports=/sys/class/infiniband/$1/ports/1 want=${2:-} f i gid
     for _ in $(seq 50); do
-        for f in "$QRDMA_SYS"/ports/1/gids/*; do
+        for f in "$ports"/gids/*; do
             i=${f##*/}
-            if [ "$(cat "$f" 2>/dev/null)" = "$want" ] &&
-               [ "$(cat "$QRDMA_SYS/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
-                QRDMA_GID_INDEX=$i
+            gid=$(cat "$f" 2>/dev/null) || continue
+            [ "$(cat "$ports/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] ||
+                continue
+            if [ "$gid" = "$want" ] ||
+               { [ -z "$want" ] && [[ $gid == 0000:0000:0000:0000:0000:ffff:* ]]; }; then
+                echo "$i"
                 return 0
             fi
         done
         sleep 0.1
     done
-    echo "no RoCE v2 GID $want"
+    echo "no RoCE v2 GID ${want:-::ffff:a.b.c.d} on $1" >&2
     return 1
+}
+
+# The index of the RoCE v2 GID of $QRDMA_IP.
+qrdma_find_gid() {
+    local want
+    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${QRDMA_IP//./ })
+    QRDMA_GID_INDEX=$(roce_v2_gid_index "$QRDMA_DEV" "$want")
 }
 
 # qrdma_setup: all of the above; prints what it did.
@@ -264,27 +276,32 @@ qrdma_setup() {
     echo "INFO: $QRDMA_DEV on $QRDMA_NETDEV, $QRDMA_IP, RoCE v2 GID index $QRDMA_GID_INDEX"
 }
 
-# rxe_setup: Debian's rdma_rxe on eth0 as rxe0, the reference qrdma is
-# measured against; sets RXE_GID_INDEX (its IPv4 RoCE v2 GID).
+# rxe_setup: Debian's rdma_rxe on $RXE_NETDEV as $RXE_DEV, the reference
+# qrdma is measured against; sets RXE_GID_INDEX (its IPv4 RoCE v2 GID).
+RXE_DEV=${RXE_DEV:-rxe0}
+RXE_NETDEV=${RXE_NETDEV:-eth0}
+RXE_GID_INDEX=
 rxe_setup() {
-    local ports=/sys/class/infiniband/rxe0/ports/1 f i
     # modules.dep omits rdma_rxe's need of crc32_generic.
     modprobe crc32_generic && modprobe rdma_rxe || return 1
-    [ -d /sys/class/infiniband/rxe0 ] ||
-        rdma link add rxe0 type rxe netdev eth0 || return 1
-    for _ in $(seq 50); do
-        for f in "$ports"/gids/*; do
-            i=${f##*/}
-            if [[ $(cat "$f") == 0000:0000:0000:0000:0000:ffff:* ]] &&
-               [ "$(cat "$ports/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
-                RXE_GID_INDEX=$i
-                return 0
-            fi
-        done
-        sleep 0.1
+    rdma link show "$RXE_DEV/1" >/dev/null 2>&1 ||
+        rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV" || return 1
+    wait_for 10 sh -c "ibv_devinfo -d $RXE_DEV | grep -q 'state:.*PORT_ACTIVE'" || {
+        ibv_devinfo -d "$RXE_DEV"
+        return 1
+    }
+    RXE_GID_INDEX=$(roce_v2_gid_index "$RXE_DEV") || return 1
+    echo "INFO: $RXE_DEV on $RXE_NETDEV, RoCE v2 GID index $RXE_GID_INDEX"
+}
+
+# run_tests: every test of $TESTS in order, then the plan.
+run_tests() {
+    local t
+    mkdir -p "$LOGDIR"
+    for t in "${TESTS[@]}"; do
+        run_test "$t"
     done
-    echo "rxe0 has no IPv4 RoCE v2 GID"
-    return 1
+    tap_end
 }
 
 # A device counter (hw_counters of port 1), e.g. guest_errors.

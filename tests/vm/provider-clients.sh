@@ -78,6 +78,8 @@ t_devinfo() {
         grep -q 'vendor_id:[[:space:]]*0x1af4' <<<"$out" &&
         grep -q 'state:[[:space:]]*PORT_ACTIVE' <<<"$out" &&
         grep -q 'link_layer:[[:space:]]*Ethernet' <<<"$out" &&
+        grep -qE 'max_qp:[[:space:]]*[1-9]' <<<"$out" &&
+        grep -qE 'max_cqe:[[:space:]]*[1-9]' <<<"$out" &&
         grep -qE "GID\[ *$QRDMA_GID_INDEX\]:[[:space:]]*::ffff:$QRDMA_IP, RoCE v2" <<<"$out"
 }
 
@@ -176,13 +178,4 @@ t_no_guest_errors() {
     [ "$n" = 0 ]
 }
 
-main() {
-    local t
-    mkdir -p "$LOGDIR"
-    for t in "${TESTS[@]}"; do
-        run_test "$t"
-    done
-    tap_end
-}
-
-main "$@"
+run_tests

@@ -59,24 +59,9 @@ t_port_active() {
     return 1
 }
 
-# The index of the RoCE v2 GID made from the IPv4 address (::ffff:a.b.c.d);
-# its position depends on the link-local IPv6 and RoCE v1 entries.
 t_gid_index() {
-    local ports=/sys/class/infiniband/$DEV/ports/1 f i gid type
-    [ -d "$ports/gids" ] || { echo "no $ports/gids"; return 1; }
-    for f in "$ports"/gids/*; do
-        i=${f##*/}
-        gid=$(cat "$f")
-        type=$(cat "$ports/gid_attrs/types/$i" 2>/dev/null || true)
-        echo "gid[$i] $gid $type"
-        if [ "$type" = "RoCE v2" ] &&
-           [[ $gid == 0000:0000:0000:0000:0000:ffff:* ]]; then
-            GID_INDEX=$i
-            echo "INFO: IPv4 RoCE v2 GID index $i ($gid)"
-            return 0
-        fi
-    done
-    return 1
+    GID_INDEX=$(roce_v2_gid_index "$DEV") || return 1
+    echo "INFO: IPv4 RoCE v2 GID index $GID_INDEX"
 }
 
 t_rc_pingpong() {
@@ -104,13 +89,4 @@ t_link_delete() {
     rdma link delete "$DEV" && ! rdma link show "$DEV/1" 2>/dev/null
 }
 
-main() {
-    local t
-    mkdir -p "$LOGDIR"
-    for t in "${TESTS[@]}"; do
-        run_test "$t"
-    done
-    tap_end
-}
-
-main "$@"
+run_tests
