@@ -22,7 +22,8 @@ TESTS=(
     send_lat write_lat read_lat atomic_lat
     send_bw_ud send_lat_ud write_bw_uc send_bw_srq send_bw_events
     write_bw_multi_qp send_bw_post_list send_bw_bidir send_lat_inline
-    send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm send_lat_cm
+    send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
+    send_lat_cm write_lat_cm read_lat_cm atomic_lat_cm
     rping
     no_guest_errors qrdma_unload dmesg_clean
 )
@@ -57,6 +58,9 @@ describe() {
         read_bw_cm) echo "ib_read_bw -R (rdma_cm)" ;;
         atomic_bw_cm) echo "ib_atomic_bw -R (rdma_cm)" ;;
         send_lat_cm) echo "ib_send_lat -R (rdma_cm)" ;;
+        write_lat_cm) echo "ib_write_lat -R (rdma_cm)" ;;
+        read_lat_cm) echo "ib_read_lat -R (rdma_cm)" ;;
+        atomic_lat_cm) echo "ib_atomic_lat -R (rdma_cm)" ;;
         rping) echo "rping (rdma_cm, RDMA READ/WRITE and SEND)" ;;
         no_guest_errors) echo "the device refused nothing (guest_errors 0)" ;;
     esac
@@ -158,6 +162,9 @@ t_write_bw_cm() { perftest_cm ib_write_bw -n "$ITERS"; }
 t_read_bw_cm() { perftest_cm ib_read_bw -n "$ITERS"; }
 t_atomic_bw_cm() { perftest_cm ib_atomic_bw -n "$ITERS"; }
 t_send_lat_cm() { perftest_cm ib_send_lat -n "$ITERS"; }
+t_write_lat_cm() { perftest_cm ib_write_lat -n "$ITERS"; }
+t_read_lat_cm() { perftest_cm ib_read_lat -n "$ITERS"; }
+t_atomic_lat_cm() { perftest_cm ib_atomic_lat -n "$ITERS"; }
 
 t_rping() {
     need_setup || return 1
