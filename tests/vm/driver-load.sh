@@ -33,7 +33,7 @@ describe() {
         restrack) echo "rdma res show pd/cq/qp/mr list $QRDMA_DEV's objects" ;;
         uverbs_abi) echo "user verbs ABI: context, doorbell mmap, bad input gets errno, S2/S3/S20/S40" ;;
         hw_counters) echo "hardware counters via rdma statistic and sysfs" ;;
-        nvme_rdma) echo "NVMe over RDMA to itself: 8 MiB and an ext4 file written, read back" ;;
+        nvme_rdma) echo "NVMe over RDMA to itself: its MRs in restrack, 8 MiB and an ext4 file written, read back" ;;
         reload) echo "qrdma loads, registers and unloads again" ;;
     esac
 }
@@ -175,7 +175,7 @@ nvme_teardown() {
 }
 
 t_nvme_rdma() {
-    local addr c ns out=$LOGDIR/nvme
+    local addr c ns nmr out=$LOGDIR/nvme
     modprobe null_blk nr_devices=1 memory_backed=1 gb=1 &&
         modprobe nvmet-rdma && modprobe nvme-rdma || return 77
     mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
@@ -202,6 +202,10 @@ t_nvme_rdma() {
     wait_for 5 test -b "$ns" || { echo "$ns is no block device"; nvme_teardown; return 1; }
     echo "namespace $ns"
     rdma res show qp link "$QRDMA_DEV/1"
+    # nvme-rdma's fast-registration MR pools, in resource tracking.
+    nmr=$(rdma res show mr dev "$QRDMA_DEV" | grep -c "dev $QRDMA_DEV ") || true
+    echo "INFO: rdma res show mr: $nmr MRs of $QRDMA_DEV while connected"
+    [ "$nmr" -gt 0 ] || { rdma res show mr; nvme_teardown; return 1; }
     head -c 8M /dev/urandom >"$out.w"
     dd if="$out.w" of="$ns" bs=1M oflag=direct 2>&1 &&
         dd if="$ns" of="$out.r" bs=1M count=8 iflag=direct 2>&1 &&
