@@ -34,6 +34,8 @@ struct qrdma_ibv_alloc_ucontext {
 enum qrdma_ucontext_caps {
 	/* The device executes work requests: doorbells and CQEs work. */
 	QRDMA_UCONTEXT_CAP_DATA_PATH = 1 << 0,
+	/* The device executes IBV_WR_ATOMIC_WRITE (ibv_wr_atomic_write). */
+	QRDMA_UCONTEXT_CAP_ATOMIC_WRITE = 1 << 1,
 };
 
 struct qrdma_ibv_alloc_ucontext_resp {

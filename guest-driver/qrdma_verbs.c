@@ -239,6 +239,9 @@ int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
 				  IB_DEVICE_SYS_IMAGE_GUID;
 	if (attr->device_caps & QRDMA_DEV_CAP_SRQ_RESIZE)
 		props->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+	/* User space posts it (ibv_wr_atomic_write); kernel WRs cannot. */
+	if (attr->device_caps & QRDMA_DEV_CAP_ATOMIC_WRITE)
+		props->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
 	props->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	props->max_send_sge = attr->max_send_sge;
 	props->max_recv_sge = attr->max_recv_sge;
@@ -440,6 +443,8 @@ int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 
 	if (dev->data_path)
 		resp.device_caps |= QRDMA_UCONTEXT_CAP_DATA_PATH;
+	if (dev->data_path && dev->attr.device_caps & QRDMA_DEV_CAP_ATOMIC_WRITE)
+		resp.device_caps |= QRDMA_UCONTEXT_CAP_ATOMIC_WRITE;
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_size = PAGE_SIZE;
 	resp.ring_page_size = QRDMA_PAGE_SIZE;

@@ -366,6 +366,8 @@ static enum ibv_wc_opcode qrdma_wc_opcode(uint8_t opcode)
 		return IBV_WC_FETCH_ADD;
 	case QRDMA_WC_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case QRDMA_WC_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case QRDMA_WC_RECV_RDMA_WITH_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
 	case QRDMA_WC_RECV:
@@ -1105,11 +1107,17 @@ int qrdma_post_srq_recv(struct ibv_srq *ibvsrq, struct ibv_recv_wr *wr,
 				 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
 				 IBV_QP_EX_WITH_SEND_WITH_INV)
 
-static uint64_t qrdma_send_ops(enum ibv_qp_type qp_type)
+static uint64_t qrdma_send_ops(struct qrdma_context *ctx,
+			       enum ibv_qp_type qp_type)
 {
+	uint64_t rc_ops = QRDMA_RC_SEND_OPS;
+
+	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_ATOMIC_WRITE)
+		rc_ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+
 	switch (qp_type) {
 	case IBV_QPT_RC:
-		return QRDMA_RC_SEND_OPS;
+		return rc_ops;
 	case IBV_QPT_UC:
 		return QRDMA_UC_SEND_OPS;
 	default:
@@ -1153,7 +1161,8 @@ static bool qrdma_send_op_ok(struct qrdma_qp *qp, enum ibv_wr_opcode opcode)
 	default:
 		return false;
 	}
-	return qrdma_send_ops(qp->vqp.qp.qp_type) & op;
+	return qrdma_send_ops(to_qrdma_ctx(qp->vqp.qp.context),
+			      qp->vqp.qp.qp_type) & op;
 }
 
 #define QRDMA_QP_INIT_ATTR_MASK	(IBV_QP_INIT_ATTR_PD | \
@@ -1185,7 +1194,7 @@ static int qrdma_check_qp_attr(struct qrdma_context *ctx,
 	}
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    !check_comp_mask(attr->send_ops_flags,
-			     qrdma_send_ops(attr->qp_type))) {
+			     qrdma_send_ops(ctx, attr->qp_type))) {
 		verbs_err(&ctx->ibvctx,
 			  "unsupported send_ops_flags %#" PRIx64 " for QP type %d\n",
 			  attr->send_ops_flags, attr->qp_type);
@@ -1687,6 +1696,19 @@ static void qrdma_wr_atomic_fetch_add(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 	}
 }
 
+static void qrdma_wr_atomic_write(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
+				  uint64_t remote_addr, const void *atomic_wr)
+{
+	struct qrdma_sq_wqe *wqe =
+		qrdma_wr_begin(ibvqpx, QRDMA_WR_ATOMIC_WRITE);
+
+	if (wqe) {
+		qrdma_wr_set_rdma(wqe, rkey, remote_addr);
+		/* Bytes in memory order, as the remote word gets them. */
+		memcpy(&wqe->rdma.compare_add, atomic_wr, 8);
+	}
+}
+
 static void qrdma_wr_local_inv(struct ibv_qp_ex *ibvqpx,
 			       uint32_t invalidate_rkey)
 {
@@ -1826,6 +1848,8 @@ static void qrdma_qp_fill_wr_pfns(struct ibv_qp_ex *ibvqpx,
 		ibvqpx->wr_atomic_cmp_swp = qrdma_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ibvqpx->wr_atomic_fetch_add = qrdma_wr_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		ibvqpx->wr_atomic_write = qrdma_wr_atomic_write;
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
 		ibvqpx->wr_local_inv = qrdma_wr_local_inv;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)

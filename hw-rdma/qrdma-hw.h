@@ -539,6 +539,7 @@ struct qrdma_device_attr {
  * interface.  A device that does not know a bit reports it as 0.
  */
 #define QRDMA_DEV_CAP_SRQ_RESIZE        (1u << 0)   /* MODIFY_SRQ MAX_WR */
+#define QRDMA_DEV_CAP_ATOMIC_WRITE      (1u << 1)   /* QRDMA_WR_ATOMIC_WRITE */
 
 /* Port states: the IB verbs values. */
 #define QRDMA_PORT_DOWN                 1
@@ -662,6 +663,7 @@ enum qrdma_wr_opcode {
     QRDMA_WR_ATOMIC_FETCH_AND_ADD       = 6,
     QRDMA_WR_LOCAL_INV                  = 7,
     QRDMA_WR_SEND_WITH_INV              = 9,
+    QRDMA_WR_ATOMIC_WRITE               = 15,
     QRDMA_WR_REG_MR                     = 0x20,
 };
 
@@ -690,7 +692,8 @@ struct qrdma_sq_wqe {
             uint64_t remote_addr;
             uint32_t rkey;
             uint32_t rsvd;
-            uint64_t compare_add;       /* atomics */
+            /* atomics; ATOMIC_WRITE: the 8 bytes to write, in order */
+            uint64_t compare_add;
             uint64_t swap;              /* ATOMIC_CMP_AND_SWP */
         } rdma;
         struct {
@@ -733,6 +736,7 @@ enum qrdma_wc_opcode {
     QRDMA_WC_FETCH_ADD                  = 4,
     QRDMA_WC_LOCAL_INV                  = 6,
     QRDMA_WC_REG_MR                     = 8,
+    QRDMA_WC_ATOMIC_WRITE               = 9,
     QRDMA_WC_RECV                       = 0x80,
     QRDMA_WC_RECV_RDMA_WITH_IMM         = 0x81,
 };

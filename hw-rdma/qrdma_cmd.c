@@ -424,7 +424,8 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     a.max_pkeys = cpu_to_le32(1);
     a.local_ca_ack_delay = 15;
     a.atomic_cap = 1;
-    a.device_caps = cpu_to_le32(QRDMA_DEV_CAP_SRQ_RESIZE);
+    a.device_caps = cpu_to_le32(QRDMA_DEV_CAP_SRQ_RESIZE |
+                                QRDMA_DEV_CAP_ATOMIC_WRITE);
     return qrdma_reply(core, &cmd->query, &a, sizeof(a));
 }
 

@@ -497,6 +497,8 @@ static uint8_t qrdma_wc_opcode(uint8_t wr_opcode)
         return QRDMA_WC_LOCAL_INV;
     case QRDMA_WR_REG_MR:
         return QRDMA_WC_REG_MR;
+    case QRDMA_WR_ATOMIC_WRITE:
+        return QRDMA_WC_ATOMIC_WRITE;
     default:
         return QRDMA_WC_SEND;
     }
@@ -841,6 +843,41 @@ static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
     return qrdma_copy(dc, &oi, core, local, 8) ? QRDMA_RX_OK : QRDMA_RX_PROT;
 }
 
+/*
+ * ATOMIC_WRITE: the WQE's 8 bytes land in one aligned 64-bit store, so
+ * no reader, the guest's CPUs included, sees half of them.
+ */
+static QrdmaRxResult qrdma_atomic_write(QrdmaCore *dc, QrdmaQp *dst,
+                                        const struct qrdma_sq_wqe *wqe)
+{
+    AddressSpace *as = pci_get_address_space(dc->owner);
+    dma_addr_t plen = 8;
+    uint64_t gpa, room;
+    QrdmaIter rit;
+    uint64_t *p;
+
+    if (!QEMU_IS_ALIGNED(le64_to_cpu(wqe->rdma.remote_addr), 8)) {
+        return QRDMA_RX_INV_REQ;
+    }
+    if (!qrdma_remote_span(dc, dst, wqe, 8, QRDMA_ACCESS_REMOTE_WRITE,
+                           &rit)) {
+        return QRDMA_RX_ACCESS;
+    }
+    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
+    p = dma_memory_map(as, gpa, &plen, DMA_DIRECTION_FROM_DEVICE,
+                       MEMTXATTRS_UNSPECIFIED);
+    if (!p || plen < 8) {
+        if (p) {
+            dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 0);
+        }
+        return QRDMA_RX_ACCESS;
+    }
+    /* The bytes as the consumer gave them: no byte order applies. */
+    qatomic_set__nocheck(p, wqe->rdma.compare_add);
+    dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+    return QRDMA_RX_OK;
+}
+
 /* The header and one SGE: all that most WQEs hold, in one read. */
 #define QRDMA_WQE_FIRST_READ \
     (offsetof(struct qrdma_sq_wqe, sge) + sizeof(struct qrdma_sge))
@@ -917,6 +954,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     case QRDMA_WR_RDMA_READ:
     case QRDMA_WR_ATOMIC_CMP_AND_SWP:
     case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
+    case QRDMA_WR_ATOMIC_WRITE:
         if (qp->type != QRDMA_QPT_RC) {
             status = QRDMA_WC_LOC_QP_OP_ERR;
         }
@@ -1004,7 +1042,10 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
               wqe.opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
               wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
              QRDMA_ACCESS_LOCAL_WRITE : 0;
-    if (wqe.flags & QRDMA_WQE_F_INLINE && !access) {
+    if (wqe.opcode == QRDMA_WR_ATOMIC_WRITE) {
+        /* The data is in the WQE; the SGEs play no part. */
+        memset(&it, 0, sizeof(it));
+    } else if (wqe.flags & QRDMA_WQE_F_INLINE && !access) {
         memset(&it, 0, sizeof(it));
         it.host = wqe.inline_data;
         it.host_len = le32_to_cpu(wqe.inline_len);
@@ -1148,6 +1189,9 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         it.span[0].len = 8;
         rx = qrdma_atomic(core, qp, &wqe, &it, dc, dst);
         len = 8;
+        break;
+    case QRDMA_WR_ATOMIC_WRITE:
+        rx = qrdma_atomic_write(dc, dst, &wqe);
         break;
     }
 

@@ -486,6 +486,85 @@ static void test_write_read_atomic(void *obj, void *data,
     expect_event(&e, 0, QRDMA_EV_QP_REQ_ERR, b.qpn);
 }
 
+static uint32_t device_caps(Env *e)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_QUERY_DEVICE };
+    struct qrdma_device_attr attr;
+    uint64_t buf = guest_alloc(e->t.alloc, sizeof(attr));
+
+    cmd.query.resp_addr = cpu_to_le64(buf);
+    cmd.query.resp_len = cpu_to_le32(sizeof(attr));
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, NULL), ==, 0);
+    qtest_memread(e->t.qts, buf, &attr, sizeof(attr));
+    return le32_to_cpu(attr.device_caps);
+}
+
+/* ATOMIC_WRITE: 8 bytes from the WQE, needing remote write, RC only */
+static void test_atomic_write(void *obj, void *data, QGuestAllocator *alloc)
+{
+    static const uint8_t bytes[8] = "ABCDEFG";
+    struct qrdma_sq_wqe w;
+    uint8_t got[8];
+    uint32_t no_write;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_assert_true(device_caps(&e) & QRDMA_DEV_CAP_ATOMIC_WRITE);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+
+    /* the SGEs play no part: a bad one does not fail the WQE */
+    qtest_writeq(e.t.qts, e.data + 4096 * 9, 0x1111111111111111ull);
+    w = wqe_sge(1, QRDMA_WR_ATOMIC_WRITE, 0xdead0000, 8, 0xbad);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    memcpy(&w.rdma.compare_add, bytes, 8);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 1, a.qpn, QRDMA_WC_ATOMIC_WRITE, QRDMA_WC_SUCCESS);
+    qtest_memread(e.t.qts, e.data + 4096 * 9, got, 8);
+    g_assert_cmpmem(got, 8, bytes, 8);
+
+    /* an MR with every right but remote write refuses it */
+    no_write = reg_mr(&e, e.pd, 4096 * 10, 4096,
+                      QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_READ |
+                      QRDMA_ACCESS_REMOTE_ATOMIC);
+    qtest_writeq(e.t.qts, e.data + 4096 * 10, 5);
+    w.wr_id = 2;
+    w.rdma.remote_addr = cpu_to_le64(0x10000000);
+    w.rdma.rkey = cpu_to_le32(no_write);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 5);
+
+    /* misaligned: an invalid request, nothing written */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w.wr_id = 3;
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 10 + 4);
+    w.rdma.rkey = cpu_to_le32(e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
+    expect_event(&e, 0, QRDMA_EV_QP_REQ_ERR, b.qpn);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 5);
+
+    /* inline: it has nothing to send inline, a local error */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w.wr_id = 4;
+    w.flags |= QRDMA_WQE_F_INLINE;
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 10);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 4, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+
+    /* UC has no atomics */
+    pair(&e, &a, &b, QRDMA_QPT_UC, 0);
+    w.wr_id = 5;
+    w.flags &= ~QRDMA_WQE_F_INLINE;
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 5);
+    expect_no_cqe(&e, &e.cq);
+}
+
 static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
@@ -1582,6 +1661,7 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/send-recv-inline-s5-s6", "qrdma", test_send_recv, NULL);
     qos_add_test("dp/write-read-atomic", "qrdma", test_write_read_atomic,
                  NULL);
+    qos_add_test("dp/atomic-write", "qrdma", test_atomic_write, NULL);
     qos_add_test("dp/ud-grh-qkey", "qrdma", test_ud, NULL);
     qos_add_test("dp/protection-s31-s32", "qrdma", test_protection, NULL);
     qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);
