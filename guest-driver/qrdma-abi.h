@@ -36,6 +36,8 @@ enum qrdma_ucontext_caps {
 	QRDMA_UCONTEXT_CAP_DATA_PATH = 1 << 0,
 	/* The device executes IBV_WR_ATOMIC_WRITE (ibv_wr_atomic_write). */
 	QRDMA_UCONTEXT_CAP_ATOMIC_WRITE = 1 << 1,
+	/* ... IBV_WR_FLUSH (ibv_wr_flush) of type IBV_FLUSH_GLOBAL. */
+	QRDMA_UCONTEXT_CAP_FLUSH = 1 << 2,
 };
 
 struct qrdma_ibv_alloc_ucontext_resp {

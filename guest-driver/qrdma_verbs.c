@@ -27,6 +27,7 @@ static_assert(IB_ACCESS_REMOTE_WRITE == QRDMA_ACCESS_REMOTE_WRITE);
 static_assert(IB_ACCESS_REMOTE_READ == QRDMA_ACCESS_REMOTE_READ);
 static_assert(IB_ACCESS_REMOTE_ATOMIC == QRDMA_ACCESS_REMOTE_ATOMIC);
 static_assert(IB_ACCESS_MW_BIND == QRDMA_ACCESS_MW_BIND);
+static_assert(IB_ACCESS_FLUSH_GLOBAL == QRDMA_ACCESS_FLUSH_GLOBAL);
 static_assert(IB_QP_STATE == QRDMA_QP_ATTR_STATE);
 static_assert(IB_QP_CUR_STATE == QRDMA_QP_ATTR_CUR_STATE);
 static_assert(IB_QP_EN_SQD_ASYNC_NOTIFY == QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY);
@@ -242,6 +243,12 @@ int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
 	/* User space posts it (ibv_wr_atomic_write); kernel WRs cannot. */
 	if (attr->device_caps & QRDMA_DEV_CAP_ATOMIC_WRITE)
 		props->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
+	/*
+	 * Global visibility only: guest memory is not made persistent, so
+	 * ib_core refuses IB_ACCESS_FLUSH_PERSISTENT on MRs.
+	 */
+	if (attr->device_caps & QRDMA_DEV_CAP_FLUSH_GLOBAL)
+		props->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
 	props->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	props->max_send_sge = attr->max_send_sge;
 	props->max_recv_sge = attr->max_recv_sge;
@@ -445,6 +452,8 @@ int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 		resp.device_caps |= QRDMA_UCONTEXT_CAP_DATA_PATH;
 	if (dev->data_path && dev->attr.device_caps & QRDMA_DEV_CAP_ATOMIC_WRITE)
 		resp.device_caps |= QRDMA_UCONTEXT_CAP_ATOMIC_WRITE;
+	if (dev->data_path && dev->attr.device_caps & QRDMA_DEV_CAP_FLUSH_GLOBAL)
+		resp.device_caps |= QRDMA_UCONTEXT_CAP_FLUSH;
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_size = PAGE_SIZE;
 	resp.ring_page_size = QRDMA_PAGE_SIZE;
@@ -554,11 +563,21 @@ int qrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return qrdma_destroy_result(err);
 }
 
+/* The QRDMA_ACCESS_* bits this device takes, for MRs and QPs. */
+static u32 qrdma_access_mask(struct qrdma_dev *dev)
+{
+	u32 mask = QRDMA_ACCESS_VALID_MASK;
+
+	if (!(dev->attr.device_caps & QRDMA_DEV_CAP_FLUSH_GLOBAL))
+		mask &= ~QRDMA_ACCESS_FLUSH_GLOBAL;
+	return mask;
+}
+
 static int qrdma_mr_access(struct ib_device *ibdev, int access, u32 *out)
 {
 	/* The optional flags are hints a device may ignore. */
 	access &= ~IB_ACCESS_OPTIONAL;
-	if (access & ~QRDMA_ACCESS_VALID_MASK) {
+	if (access & ~qrdma_access_mask(to_qdev(ibdev))) {
 		ibdev_dbg(ibdev, "unsupported access flags %#x\n", access);
 		return -EOPNOTSUPP;
 	}
@@ -1506,12 +1525,13 @@ static int qrdma_qp_attr_to_params(struct qrdma_dev *dev,
 	if (attr_mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
 		params->en_sqd_async_notify = attr->en_sqd_async_notify;
 	/*
-	 * Access bits the device has no use for (flush, relaxed ordering...)
-	 * grant nothing it would enforce: drop them, as other drivers do.
+	 * Access bits the device has no use for (persistent flush, relaxed
+	 * ordering...) grant nothing it would enforce: drop them, as other
+	 * drivers do.
 	 */
 	if (attr_mask & IB_QP_ACCESS_FLAGS)
 		params->qp_access_flags = attr->qp_access_flags &
-					  QRDMA_ACCESS_VALID_MASK;
+					  qrdma_access_mask(dev);
 	if (attr_mask & IB_QP_PKEY_INDEX)
 		params->pkey_index = attr->pkey_index;
 	if (attr_mask & IB_QP_PORT) {

@@ -40,6 +40,13 @@ QRDMA_SAME_VALUE(IBV_WR_ATOMIC_CMP_AND_SWP, QRDMA_WR_ATOMIC_CMP_AND_SWP);
 QRDMA_SAME_VALUE(IBV_WR_ATOMIC_FETCH_AND_ADD, QRDMA_WR_ATOMIC_FETCH_AND_ADD);
 QRDMA_SAME_VALUE(IBV_WR_LOCAL_INV, QRDMA_WR_LOCAL_INV);
 QRDMA_SAME_VALUE(IBV_WR_SEND_WITH_INV, QRDMA_WR_SEND_WITH_INV);
+QRDMA_SAME_VALUE(IBV_WR_FLUSH, QRDMA_WR_FLUSH);
+QRDMA_SAME_VALUE(IBV_WR_ATOMIC_WRITE, QRDMA_WR_ATOMIC_WRITE);
+QRDMA_SAME_VALUE(IBV_FLUSH_GLOBAL, QRDMA_FLUSH_GLOBAL);
+QRDMA_SAME_VALUE(IBV_FLUSH_PERSISTENT, QRDMA_FLUSH_PERSISTENT);
+QRDMA_SAME_VALUE(IBV_FLUSH_RANGE, QRDMA_FLUSH_RANGE);
+QRDMA_SAME_VALUE(IBV_FLUSH_MR, QRDMA_FLUSH_MR);
+QRDMA_SAME_VALUE(IBV_ACCESS_FLUSH_GLOBAL, QRDMA_ACCESS_FLUSH_GLOBAL);
 static_assert(sizeof(struct qrdma_sq_wqe) == QRDMA_SQ_WQE_SIZE, "SQ WQE");
 static_assert(sizeof(struct qrdma_rq_wqe) == QRDMA_RQ_WQE_SIZE, "RQ WQE");
 static_assert(sizeof(struct qrdma_cqe) == QRDMA_CQE_SIZE, "CQE");
@@ -368,6 +375,8 @@ static enum ibv_wc_opcode qrdma_wc_opcode(uint8_t opcode)
 		return IBV_WC_LOCAL_INV;
 	case QRDMA_WC_ATOMIC_WRITE:
 		return IBV_WC_ATOMIC_WRITE;
+	case QRDMA_WC_FLUSH:
+		return IBV_WC_FLUSH;
 	case QRDMA_WC_RECV_RDMA_WITH_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
 	case QRDMA_WC_RECV:
@@ -1114,6 +1123,8 @@ static uint64_t qrdma_send_ops(struct qrdma_context *ctx,
 
 	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_ATOMIC_WRITE)
 		rc_ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_FLUSH)
+		rc_ops |= IBV_QP_EX_WITH_FLUSH;
 
 	switch (qp_type) {
 	case IBV_QPT_RC:
@@ -1709,6 +1720,22 @@ static void qrdma_wr_atomic_write(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 	}
 }
 
+static void qrdma_wr_flush(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
+			   uint64_t remote_addr, size_t len, uint8_t type,
+			   uint8_t level)
+{
+	struct qrdma_sq_wqe *wqe = qrdma_wr_begin(ibvqpx, QRDMA_WR_FLUSH);
+
+	if (wqe) {
+		wqe->flush.remote_addr = htole64(remote_addr);
+		wqe->flush.rkey = htole32(rkey);
+		wqe->flush.length = htole64(len);
+		/* The verbs values are the device's. */
+		wqe->flush.type = type;
+		wqe->flush.level = level;
+	}
+}
+
 static void qrdma_wr_local_inv(struct ibv_qp_ex *ibvqpx,
 			       uint32_t invalidate_rkey)
 {
@@ -1850,6 +1877,8 @@ static void qrdma_qp_fill_wr_pfns(struct ibv_qp_ex *ibvqpx,
 		ibvqpx->wr_atomic_fetch_add = qrdma_wr_atomic_fetch_add;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
 		ibvqpx->wr_atomic_write = qrdma_wr_atomic_write;
+	if (ops & IBV_QP_EX_WITH_FLUSH)
+		ibvqpx->wr_flush = qrdma_wr_flush;
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
 		ibvqpx->wr_local_inv = qrdma_wr_local_inv;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)

@@ -221,7 +221,9 @@ struct qrdma_cmd_destroy {
 #define QRDMA_ACCESS_REMOTE_READ        (1u << 2)
 #define QRDMA_ACCESS_REMOTE_ATOMIC      (1u << 3)
 #define QRDMA_ACCESS_MW_BIND            (1u << 4)
-#define QRDMA_ACCESS_VALID_MASK         0x1f
+/* FLUSH of type GLOBAL may name the MR (QRDMA_DEV_CAP_FLUSH_GLOBAL). */
+#define QRDMA_ACCESS_FLUSH_GLOBAL       (1u << 8)
+#define QRDMA_ACCESS_VALID_MASK         0x11f
 
 /*
  * REG_MR: the region [iova, iova + length) maps onto npages pages of
@@ -540,6 +542,8 @@ struct qrdma_device_attr {
  */
 #define QRDMA_DEV_CAP_SRQ_RESIZE        (1u << 0)   /* MODIFY_SRQ MAX_WR */
 #define QRDMA_DEV_CAP_ATOMIC_WRITE      (1u << 1)   /* QRDMA_WR_ATOMIC_WRITE */
+/* QRDMA_WR_FLUSH of type GLOBAL, QRDMA_ACCESS_FLUSH_GLOBAL */
+#define QRDMA_DEV_CAP_FLUSH_GLOBAL      (1u << 2)
 
 /* Port states: the IB verbs values. */
 #define QRDMA_PORT_DOWN                 1
@@ -663,6 +667,7 @@ enum qrdma_wr_opcode {
     QRDMA_WR_ATOMIC_FETCH_AND_ADD       = 6,
     QRDMA_WR_LOCAL_INV                  = 7,
     QRDMA_WR_SEND_WITH_INV              = 9,
+    QRDMA_WR_FLUSH                      = 14,
     QRDMA_WR_ATOMIC_WRITE               = 15,
     QRDMA_WR_REG_MR                     = 0x20,
 };
@@ -697,6 +702,15 @@ struct qrdma_sq_wqe {
             uint64_t swap;              /* ATOMIC_CMP_AND_SWP */
         } rdma;
         struct {
+            uint64_t remote_addr;       /* as in rdma */
+            uint32_t rkey;
+            uint32_t rsvd;
+            uint64_t length;            /* QRDMA_FLUSH_RANGE */
+            uint8_t type;               /* QRDMA_FLUSH_GLOBAL, _PERSISTENT */
+            uint8_t level;              /* QRDMA_FLUSH_RANGE, _MR */
+            uint8_t rsvd2[6];
+        } flush;
+        struct {
             uint32_t ah;
             uint32_t remote_qpn;
             uint32_t remote_qkey;
@@ -720,6 +734,12 @@ struct qrdma_sq_wqe {
     };
 };
 
+/* FLUSH types (a mask) and levels: the ibv_wr_flush values. */
+#define QRDMA_FLUSH_GLOBAL              (1u << 0)
+#define QRDMA_FLUSH_PERSISTENT          (1u << 1)
+#define QRDMA_FLUSH_RANGE               0
+#define QRDMA_FLUSH_MR                  1
+
 struct qrdma_rq_wqe {
     uint64_t wr_id;
     uint32_t num_sge;
@@ -737,6 +757,8 @@ enum qrdma_wc_opcode {
     QRDMA_WC_LOCAL_INV                  = 6,
     QRDMA_WC_REG_MR                     = 8,
     QRDMA_WC_ATOMIC_WRITE               = 9,
+    /* The verbs' 8 is REG_MR's here (as ib_wc_opcode had it first). */
+    QRDMA_WC_FLUSH                      = 0x10,
     QRDMA_WC_RECV                       = 0x80,
     QRDMA_WC_RECV_RDMA_WITH_IMM         = 0x81,
 };

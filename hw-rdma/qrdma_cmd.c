@@ -425,7 +425,8 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     a.local_ca_ack_delay = 15;
     a.atomic_cap = 1;
     a.device_caps = cpu_to_le32(QRDMA_DEV_CAP_SRQ_RESIZE |
-                                QRDMA_DEV_CAP_ATOMIC_WRITE);
+                                QRDMA_DEV_CAP_ATOMIC_WRITE |
+                                QRDMA_DEV_CAP_FLUSH_GLOBAL);
     return qrdma_reply(core, &cmd->query, &a, sizeof(a));
 }
 

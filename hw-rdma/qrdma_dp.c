@@ -302,7 +302,8 @@ static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
         return uctx == QRDMA_UCTX_KERNEL &&
                !(access & (QRDMA_ACCESS_REMOTE_WRITE |
                            QRDMA_ACCESS_REMOTE_READ |
-                           QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+                           QRDMA_ACCESS_REMOTE_ATOMIC |
+                           QRDMA_ACCESS_FLUSH_GLOBAL)) &&
                (!len || qrdma_dma_ok(core, addr, len,
                                      access & QRDMA_ACCESS_LOCAL_WRITE));
     }
@@ -499,6 +500,8 @@ static uint8_t qrdma_wc_opcode(uint8_t wr_opcode)
         return QRDMA_WC_REG_MR;
     case QRDMA_WR_ATOMIC_WRITE:
         return QRDMA_WC_ATOMIC_WRITE;
+    case QRDMA_WR_FLUSH:
+        return QRDMA_WC_FLUSH;
     default:
         return QRDMA_WC_SEND;
     }
@@ -878,6 +881,45 @@ static QrdmaRxResult qrdma_atomic_write(QrdmaCore *dc, QrdmaQp *dst,
     return QRDMA_RX_OK;
 }
 
+/*
+ * FLUSH: the responder checks the rights its type needs, on the QP and on
+ * the MR (over the range, or the whole MR), then makes what was written
+ * before visible.  The device writes guest memory as each WQE runs, so
+ * global visibility needs no more than ordering; persistence the device
+ * cannot give, so no MR ever has that right and it always fails.
+ */
+static QrdmaRxResult qrdma_flush(QrdmaCore *dc, QrdmaQp *dst,
+                                 const struct qrdma_sq_wqe *wqe)
+{
+    uint32_t rkey = le32_to_cpu(wqe->flush.rkey);
+    uint64_t addr = le64_to_cpu(wqe->flush.remote_addr);
+    uint64_t len = le64_to_cpu(wqe->flush.length);
+    uint32_t slot = rkey >> 8;
+    const QrdmaMr *mr;
+
+    if (wqe->flush.type & QRDMA_FLUSH_PERSISTENT ||
+        !(le32_to_cpu(dst->attr.qp_access_flags) &
+          QRDMA_ACCESS_FLUSH_GLOBAL)) {
+        return QRDMA_RX_ACCESS;
+    }
+    if (wqe->flush.level == QRDMA_FLUSH_MR) {
+        /* The whole MR: its own range is what gets checked. */
+        if (!slot || slot > dc->mr_table.max ||
+            !dc->mr_table.busy[slot - 1]) {
+            return QRDMA_RX_ACCESS;
+        }
+        addr = dc->mr[slot - 1].iova;
+        len = 0;
+    }
+    if (!qrdma_mr_check(dc, rkey, dst->pd, dst->uctx, addr, len,
+                        QRDMA_ACCESS_FLUSH_GLOBAL, &mr) || !mr) {
+        return QRDMA_RX_ACCESS;
+    }
+    /* Every store of the WQEs before it is visible before its ACK. */
+    smp_mb();
+    return QRDMA_RX_OK;
+}
+
 /* The header and one SGE: all that most WQEs hold, in one read. */
 #define QRDMA_WQE_FIRST_READ \
     (offsetof(struct qrdma_sq_wqe, sge) + sizeof(struct qrdma_sge))
@@ -956,6 +998,14 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
     case QRDMA_WR_ATOMIC_WRITE:
         if (qp->type != QRDMA_QPT_RC) {
+            status = QRDMA_WC_LOC_QP_OP_ERR;
+        }
+        break;
+    case QRDMA_WR_FLUSH:
+        if (qp->type != QRDMA_QPT_RC || !wqe.flush.type ||
+            (wqe.flush.type & ~(QRDMA_FLUSH_GLOBAL |
+                                QRDMA_FLUSH_PERSISTENT)) ||
+            wqe.flush.level > QRDMA_FLUSH_MR) {
             status = QRDMA_WC_LOC_QP_OP_ERR;
         }
         break;
@@ -1042,8 +1092,8 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
               wqe.opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
               wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
              QRDMA_ACCESS_LOCAL_WRITE : 0;
-    if (wqe.opcode == QRDMA_WR_ATOMIC_WRITE) {
-        /* The data is in the WQE; the SGEs play no part. */
+    if (wqe.opcode == QRDMA_WR_ATOMIC_WRITE || wqe.opcode == QRDMA_WR_FLUSH) {
+        /* No local buffer: the SGEs play no part. */
         memset(&it, 0, sizeof(it));
     } else if (wqe.flags & QRDMA_WQE_F_INLINE && !access) {
         memset(&it, 0, sizeof(it));
@@ -1192,6 +1242,9 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         break;
     case QRDMA_WR_ATOMIC_WRITE:
         rx = qrdma_atomic_write(dc, dst, &wqe);
+        break;
+    case QRDMA_WR_FLUSH:
+        rx = qrdma_flush(dc, dst, &wqe);
         break;
     }
 

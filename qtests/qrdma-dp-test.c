@@ -47,6 +47,7 @@ typedef struct Env {
     uint64_t eq1;
     uint32_t eq1_ci;
     uint8_t peer_ip;                    /* last byte of the peer's GID */
+    uint32_t qp_access;                 /* qp_access_flags of modify() */
 } Env;
 
 static uint64_t page_list1(Env *e, uint64_t page)
@@ -95,6 +96,8 @@ static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
 
     memset(e, 0, sizeof(*e));
     e->peer_ip = 15;
+    e->qp_access = QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_READ |
+                   QRDMA_ACCESS_REMOTE_ATOMIC;
     qrdma_t_init(&e->t, obj, alloc, 4);
     e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
     e->eq0 = guest_alloc(alloc, 4096);
@@ -157,9 +160,7 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
         .path_mtu = 3,
         .qkey = cpu_to_le32(0x1234),
         .dest_qp_num = cpu_to_le32(dest),
-        .qp_access_flags = cpu_to_le32(QRDMA_ACCESS_REMOTE_WRITE |
-                                       QRDMA_ACCESS_REMOTE_READ |
-                                       QRDMA_ACCESS_REMOTE_ATOMIC),
+        .qp_access_flags = cpu_to_le32(e->qp_access),
         .max_rd_atomic = 4,
         .max_dest_rd_atomic = 4,
         .min_rnr_timer = 1,
@@ -563,6 +564,111 @@ static void test_atomic_write(void *obj, void *data, QGuestAllocator *alloc)
     expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 5);
     expect_no_cqe(&e, &e.cq);
+}
+
+static struct qrdma_sq_wqe wqe_flush(uint64_t wr_id, uint32_t rkey,
+                                     uint64_t addr, uint64_t len,
+                                     uint8_t type, uint8_t level)
+{
+    /* a bad SGE: FLUSH has no local side, so it plays no part */
+    struct qrdma_sq_wqe w = wqe_sge(wr_id, QRDMA_WR_FLUSH, 0xdead0000, 8,
+                                    0xbad);
+
+    w.flush.remote_addr = cpu_to_le64(addr);
+    w.flush.rkey = cpu_to_le32(rkey);
+    w.flush.length = cpu_to_le64(len);
+    w.flush.type = type;
+    w.flush.level = level;
+    return w;
+}
+
+/* One FLUSH on a fresh RC pair, completing with status. */
+static void flush_once(Env *e, uint32_t rkey, uint64_t addr, uint64_t len,
+                       uint8_t type, uint8_t level, uint8_t status)
+{
+    struct qrdma_sq_wqe w = wqe_flush(7, rkey, addr, len, type, level);
+    struct qrdma_cqe cqe;
+    Qp a, b;
+
+    pair(e, &a, &b, QRDMA_QPT_RC, 0);
+    post_send(e, &a, &w);
+    g_assert_true(poll_cq(e, &e->cq, &cqe));
+    g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, a.qpn);
+    g_assert_cmpuint(cqe.status, ==, status);
+    if (status == QRDMA_WC_SUCCESS) {
+        g_assert_cmpuint(cqe.opcode, ==, QRDMA_WC_FLUSH);
+        g_assert_cmpuint(cqe.byte_len, ==, 0);
+    } else if (status == QRDMA_WC_REM_ACCESS_ERR) {
+        expect_event(e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+    }
+}
+
+/*
+ * FLUSH: type GLOBAL needs the flush right on the responder QP and MR,
+ * over the range or the whole MR; PERSISTENT is never granted.
+ */
+static void test_flush(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    uint32_t mr, no_flush;
+    uint64_t page;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_assert_true(device_caps(&e) & QRDMA_DEV_CAP_FLUSH_GLOBAL);
+    mr = reg_mr(&e, e.pd, 4096 * 10, 4096,
+                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                QRDMA_ACCESS_FLUSH_GLOBAL);
+    no_flush = reg_mr(&e, e.pd, 4096 * 11, 4096,
+                      QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE);
+
+    /* the responder QP without the flush right refuses it */
+    flush_once(&e, mr, 0x10000000, 4096, QRDMA_FLUSH_GLOBAL,
+               QRDMA_FLUSH_RANGE, QRDMA_WC_REM_ACCESS_ERR);
+
+    e.qp_access |= QRDMA_ACCESS_FLUSH_GLOBAL;
+    flush_once(&e, mr, 0x10000000, 4096, QRDMA_FLUSH_GLOBAL,
+               QRDMA_FLUSH_RANGE, QRDMA_WC_SUCCESS);
+    flush_once(&e, mr, 0x10000800, 0, QRDMA_FLUSH_GLOBAL,
+               QRDMA_FLUSH_RANGE, QRDMA_WC_SUCCESS);
+    /* level MR: the address and length play no part */
+    flush_once(&e, mr, 0x1234, 12345678, QRDMA_FLUSH_GLOBAL, QRDMA_FLUSH_MR,
+               QRDMA_WC_SUCCESS);
+
+    /* a range past the MR, an MR without the right, persistence */
+    flush_once(&e, mr, 0x10000800, 4096, QRDMA_FLUSH_GLOBAL,
+               QRDMA_FLUSH_RANGE, QRDMA_WC_REM_ACCESS_ERR);
+    flush_once(&e, no_flush, 0x10000000, 8, QRDMA_FLUSH_GLOBAL,
+               QRDMA_FLUSH_MR, QRDMA_WC_REM_ACCESS_ERR);
+    flush_once(&e, mr, 0x10000000, 8, QRDMA_FLUSH_PERSISTENT,
+               QRDMA_FLUSH_RANGE, QRDMA_WC_REM_ACCESS_ERR);
+    flush_once(&e, mr, 0x10000000, 8,
+               QRDMA_FLUSH_GLOBAL | QRDMA_FLUSH_PERSISTENT, QRDMA_FLUSH_MR,
+               QRDMA_WC_REM_ACCESS_ERR);
+    /* the local DMA key is no rkey, not even for the kernel's QPs */
+    flush_once(&e, QRDMA_LOCAL_DMA_LKEY, e.data, 8, QRDMA_FLUSH_GLOBAL,
+               QRDMA_FLUSH_RANGE, QRDMA_WC_REM_ACCESS_ERR);
+
+    /* malformed: no type, an unknown type bit, an unknown level */
+    flush_once(&e, mr, 0x10000000, 8, 0, QRDMA_FLUSH_RANGE,
+               QRDMA_WC_LOC_QP_OP_ERR);
+    flush_once(&e, mr, 0x10000000, 8, 4, QRDMA_FLUSH_RANGE,
+               QRDMA_WC_LOC_QP_OP_ERR);
+    flush_once(&e, mr, 0x10000000, 8, QRDMA_FLUSH_GLOBAL, 2,
+               QRDMA_WC_LOC_QP_OP_ERR);
+    expect_no_cqe(&e, &e.cq);
+
+    /* the persistence right exists nowhere: REG_MR refuses it */
+    page = e.data + 4096 * 12;
+    cmd.reg_mr.pd = cpu_to_le32(e.pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE | (1u << 9));
+    cmd.reg_mr.iova = cpu_to_le64(page);
+    cmd.reg_mr.length = cpu_to_le64(4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e, page));
+    cmd.reg_mr.npages = cpu_to_le32(1);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==,
+                     QRDMA_STATUS_BAD_PARAM);
 }
 
 static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
@@ -1662,6 +1768,7 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/write-read-atomic", "qrdma", test_write_read_atomic,
                  NULL);
     qos_add_test("dp/atomic-write", "qrdma", test_atomic_write, NULL);
+    qos_add_test("dp/flush", "qrdma", test_flush, NULL);
     qos_add_test("dp/ud-grh-qkey", "qrdma", test_ud, NULL);
     qos_add_test("dp/protection-s31-s32", "qrdma", test_protection, NULL);
     qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);

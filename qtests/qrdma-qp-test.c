@@ -270,7 +270,8 @@ static void test_s40_bad_values(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_BAD_PARAM);
     a = attrs(init, QRDMA_QPS_INIT);
-    a.qp_access_flags = cpu_to_le32(0x100);
+    /* bit 9: persistent flush, a right the device never grants */
+    a.qp_access_flags = cpu_to_le32(0x200);
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_BAD_PARAM);
     a = attrs(init | (1u << 25), QRDMA_QPS_INIT);
