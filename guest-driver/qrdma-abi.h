@@ -38,6 +38,11 @@ enum qrdma_ucontext_caps {
 	QRDMA_UCONTEXT_CAP_ATOMIC_WRITE = 1 << 1,
 	/* ... IBV_WR_FLUSH (ibv_wr_flush) of type IBV_FLUSH_GLOBAL. */
 	QRDMA_UCONTEXT_CAP_FLUSH = 1 << 2,
+	/*
+	 * ... IBV_WR_BIND_MW (ibv_wr_bind_mw) and ibv_bind_mw(): memory
+	 * windows of type 1 and 2B, which ibv_alloc_mw() makes.
+	 */
+	QRDMA_UCONTEXT_CAP_MW = 1 << 3,
 };
 
 struct qrdma_ibv_alloc_ucontext_resp {

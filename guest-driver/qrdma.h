@@ -117,6 +117,12 @@ struct qrdma_mr {
 	u32 npages;
 };
 
+struct qrdma_mw {
+	struct ib_mw ibmw;
+	u32 handle;
+	u32 uctx;
+};
+
 /* Memory the kernel allocates for a ring the device reads or writes. */
 struct qrdma_kring {
 	void *buf;
@@ -233,6 +239,11 @@ static inline struct qrdma_mr *to_qmr(struct ib_mr *ibmr)
 	return container_of(ibmr, struct qrdma_mr, ibmr);
 }
 
+static inline struct qrdma_mw *to_qmw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct qrdma_mw, ibmw);
+}
+
 static inline struct qrdma_cq *to_qcq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct qrdma_cq, ibcq);
@@ -303,6 +314,8 @@ struct ib_mr *qrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 int qrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int qrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int qrdma_dealloc_mw(struct ib_mw *ibmw);
 int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct uverbs_attr_bundle *attrs);
 int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);

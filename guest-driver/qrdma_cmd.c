@@ -26,6 +26,8 @@ static const char *qrdma_cmd_name(u8 opcode)
 	case QRDMA_CMD_REG_MR: return "REG_MR";
 	case QRDMA_CMD_DEREG_MR: return "DEREG_MR";
 	case QRDMA_CMD_ALLOC_MR: return "ALLOC_MR";
+	case QRDMA_CMD_ALLOC_MW: return "ALLOC_MW";
+	case QRDMA_CMD_DEALLOC_MW: return "DEALLOC_MW";
 	case QRDMA_CMD_CREATE_CQ: return "CREATE_CQ";
 	case QRDMA_CMD_DESTROY_CQ: return "DESTROY_CQ";
 	case QRDMA_CMD_RESIZE_CQ: return "RESIZE_CQ";
@@ -142,6 +144,7 @@ int qrdma_cmd_query_device(struct qrdma_cmdq *cmdq,
 	attr->local_ca_ack_delay = resp.local_ca_ack_delay;
 	attr->atomic_cap = resp.atomic_cap;
 	attr->device_caps = le32_to_cpu(resp.device_caps);
+	attr->max_mw = le32_to_cpu(resp.max_mw);
 	return 0;
 }
 
@@ -324,6 +327,30 @@ int qrdma_cmd_alloc_mr(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd,
 int qrdma_cmd_dereg_mr(struct qrdma_cmdq *cmdq, u32 uctx, u32 lkey)
 {
 	return qrdma_cmd_destroy(cmdq, QRDMA_CMD_DEREG_MR, uctx, lkey);
+}
+
+int qrdma_cmd_alloc_mw(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd, u8 type,
+		       struct qrdma_mw_result *result)
+{
+	struct qrdma_cmpl cmpl;
+	struct qrdma_cmd cmd;
+	int err;
+
+	qrdma_cmd_init(&cmd, QRDMA_CMD_ALLOC_MW, uctx);
+	cmd.alloc_mw.pd = cpu_to_le32(pd);
+	cmd.alloc_mw.type = type;
+	err = qrdma_cmd_exec(cmdq, &cmd, &cmpl, NULL, 0);
+	if (err)
+		return err;
+
+	result->handle = le32_to_cpu(cmpl.handle);
+	result->rkey = le32_to_cpu(cmpl.data[0]);
+	return 0;
+}
+
+int qrdma_cmd_dealloc_mw(struct qrdma_cmdq *cmdq, u32 uctx, u32 handle)
+{
+	return qrdma_cmd_destroy(cmdq, QRDMA_CMD_DEALLOC_MW, uctx, handle);
 }
 
 static void qrdma_cmd_fill_cq(struct qrdma_cmd *cmd,

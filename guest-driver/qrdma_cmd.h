@@ -48,6 +48,7 @@ struct qrdma_dev_attr {
 	u8 local_ca_ack_delay;
 	u8 atomic_cap;
 	u32 device_caps;		/* QRDMA_DEV_CAP_* */
+	u32 max_mw;
 };
 
 /* QUERY_PORT */
@@ -113,6 +114,12 @@ struct qrdma_reg_mr_params {
 /* REG_MR, ALLOC_MR */
 struct qrdma_mr_keys {
 	u32 lkey;
+	u32 rkey;
+};
+
+/* ALLOC_MW */
+struct qrdma_mw_result {
+	u32 handle;
 	u32 rkey;
 };
 
@@ -263,6 +270,9 @@ int qrdma_cmd_reg_mr(struct qrdma_cmdq *cmdq,
 int qrdma_cmd_alloc_mr(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd,
 		       u32 max_pages, struct qrdma_mr_keys *keys);
 int qrdma_cmd_dereg_mr(struct qrdma_cmdq *cmdq, u32 uctx, u32 lkey);
+int qrdma_cmd_alloc_mw(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd, u8 type,
+		       struct qrdma_mw_result *result);
+int qrdma_cmd_dealloc_mw(struct qrdma_cmdq *cmdq, u32 uctx, u32 handle);
 int qrdma_cmd_create_cq(struct qrdma_cmdq *cmdq,
 			const struct qrdma_cq_params *params,
 			struct qrdma_cq_result *result);

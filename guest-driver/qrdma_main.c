@@ -457,6 +457,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.add_gid = qrdma_add_gid,
 	.alloc_hw_port_stats = qrdma_alloc_hw_port_stats,
 	.alloc_mr = qrdma_alloc_mr,
+	.alloc_mw = qrdma_alloc_mw,
 	.alloc_pd = qrdma_alloc_pd,
 	.alloc_ucontext = qrdma_alloc_ucontext,
 	.attach_mcast = qrdma_attach_mcast,
@@ -465,6 +466,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.create_cq = qrdma_create_cq,
 	.create_qp = qrdma_create_qp,
 	.create_srq = qrdma_create_srq,
+	.dealloc_mw = qrdma_dealloc_mw,
 	.dealloc_pd = qrdma_dealloc_pd,
 	.dealloc_ucontext = qrdma_dealloc_ucontext,
 	.del_gid = qrdma_del_gid,
@@ -500,6 +502,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qrdma_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, qrdma_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, qrdma_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, qrdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, qrdma_srq, ibsrq),

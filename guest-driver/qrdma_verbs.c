@@ -249,6 +249,12 @@ int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
 	 */
 	if (attr->device_caps & QRDMA_DEV_CAP_FLUSH_GLOBAL)
 		props->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
+	/* User space binds them; kernel WRs have no bind any more. */
+	if (attr->device_caps & QRDMA_DEV_CAP_MW) {
+		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		props->max_mw = attr->max_mw;
+	}
 	props->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	props->max_send_sge = attr->max_send_sge;
 	props->max_recv_sge = attr->max_recv_sge;
@@ -454,6 +460,8 @@ int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 		resp.device_caps |= QRDMA_UCONTEXT_CAP_ATOMIC_WRITE;
 	if (dev->data_path && dev->attr.device_caps & QRDMA_DEV_CAP_FLUSH_GLOBAL)
 		resp.device_caps |= QRDMA_UCONTEXT_CAP_FLUSH;
+	if (dev->data_path && dev->attr.device_caps & QRDMA_DEV_CAP_MW)
+		resp.device_caps |= QRDMA_UCONTEXT_CAP_MW;
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_size = PAGE_SIZE;
 	resp.ring_page_size = QRDMA_PAGE_SIZE;
@@ -802,6 +810,53 @@ int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	ib_umem_release(mr->umem);
 	kfree(mr);
 	return 0;
+}
+
+/* The device's window types are the IB values. */
+static_assert(IB_MW_TYPE_1 == QRDMA_MW_TYPE_1);
+static_assert(IB_MW_TYPE_2 == QRDMA_MW_TYPE_2);
+
+int qrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct qrdma_dev *dev = to_qdev(ibmw->device);
+	struct qrdma_pd *pd = to_qpd(ibmw->pd);
+	struct qrdma_mw *mw = to_qmw(ibmw);
+	struct qrdma_mw_result result;
+	int err;
+
+	if (!qrdma_udata_is_empty(&dev->ibdev, udata))
+		return -EINVAL;
+	if (!(dev->attr.device_caps & QRDMA_DEV_CAP_MW))
+		return -EOPNOTSUPP;
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2) {
+		ibdev_dbg(&dev->ibdev, "bad MW type %d\n", ibmw->type);
+		return -EINVAL;
+	}
+
+	err = qrdma_cmd_alloc_mw(&dev->cmdq, pd->uctx, pd->pdn, ibmw->type,
+				 &result);
+	if (err) {
+		ibdev_dbg(&dev->ibdev, "ALLOC_MW failed: %d\n", err);
+		return err;
+	}
+	mw->handle = result.handle;
+	mw->uctx = pd->uctx;
+	ibmw->rkey = result.rkey;
+	return 0;
+}
+
+int qrdma_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct qrdma_dev *dev = to_qdev(ibmw->device);
+	struct qrdma_mw *mw = to_qmw(ibmw);
+	int err;
+
+	err = qrdma_destroy_result(qrdma_cmd_dealloc_mw(&dev->cmdq, mw->uctx,
+							mw->handle));
+	if (err)
+		ibdev_dbg(&dev->ibdev, "DEALLOC_MW %#x failed: %d\n",
+			  mw->handle, err);
+	return err;
 }
 
 static void qrdma_cq_free_rings(struct qrdma_dev *dev, struct qrdma_cq *cq)

@@ -40,6 +40,7 @@ QRDMA_SAME_VALUE(IBV_WR_ATOMIC_CMP_AND_SWP, QRDMA_WR_ATOMIC_CMP_AND_SWP);
 QRDMA_SAME_VALUE(IBV_WR_ATOMIC_FETCH_AND_ADD, QRDMA_WR_ATOMIC_FETCH_AND_ADD);
 QRDMA_SAME_VALUE(IBV_WR_LOCAL_INV, QRDMA_WR_LOCAL_INV);
 QRDMA_SAME_VALUE(IBV_WR_SEND_WITH_INV, QRDMA_WR_SEND_WITH_INV);
+QRDMA_SAME_VALUE(IBV_WR_BIND_MW, QRDMA_WR_BIND_MW);
 QRDMA_SAME_VALUE(IBV_WR_FLUSH, QRDMA_WR_FLUSH);
 QRDMA_SAME_VALUE(IBV_WR_ATOMIC_WRITE, QRDMA_WR_ATOMIC_WRITE);
 QRDMA_SAME_VALUE(IBV_FLUSH_GLOBAL, QRDMA_FLUSH_GLOBAL);
@@ -47,6 +48,11 @@ QRDMA_SAME_VALUE(IBV_FLUSH_PERSISTENT, QRDMA_FLUSH_PERSISTENT);
 QRDMA_SAME_VALUE(IBV_FLUSH_RANGE, QRDMA_FLUSH_RANGE);
 QRDMA_SAME_VALUE(IBV_FLUSH_MR, QRDMA_FLUSH_MR);
 QRDMA_SAME_VALUE(IBV_ACCESS_FLUSH_GLOBAL, QRDMA_ACCESS_FLUSH_GLOBAL);
+/* A window's access flags pass unchanged too. */
+QRDMA_SAME_VALUE(IBV_ACCESS_LOCAL_WRITE, QRDMA_ACCESS_LOCAL_WRITE);
+QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_WRITE, QRDMA_ACCESS_REMOTE_WRITE);
+QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_READ, QRDMA_ACCESS_REMOTE_READ);
+QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_ATOMIC, QRDMA_ACCESS_REMOTE_ATOMIC);
 static_assert(sizeof(struct qrdma_sq_wqe) == QRDMA_SQ_WQE_SIZE, "SQ WQE");
 static_assert(sizeof(struct qrdma_rq_wqe) == QRDMA_RQ_WQE_SIZE, "RQ WQE");
 static_assert(sizeof(struct qrdma_cqe) == QRDMA_CQE_SIZE, "CQE");
@@ -209,6 +215,51 @@ int qrdma_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/* Memory windows: allocated by the kernel, bound by send WQEs. */
+
+struct ibv_mw *qrdma_alloc_mw(struct ibv_pd *ibvpd, enum ibv_mw_type type)
+{
+	struct qrdma_context *ctx = to_qrdma_ctx(ibvpd->context);
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int err;
+
+	if (!(ctx->device_caps & QRDMA_UCONTEXT_CAP_MW)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* Windows the device has: any other type is a bad argument. */
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ibv_cmd_alloc_mw(ibvpd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (err) {
+		free(mw);
+		errno = err;
+		return NULL;
+	}
+	return mw;
+}
+
+int qrdma_dealloc_mw(struct ibv_mw *mw)
+{
+	int err;
+
+	err = ibv_cmd_dealloc_mw(mw);
+	if (err)
+		return err;
+	free(mw);
+	return 0;
+}
+
 /* The QP table */
 
 static struct qrdma_qp *qrdma_find_qp(struct qrdma_context *ctx, uint32_t qpn)
@@ -337,6 +388,8 @@ static enum ibv_wc_status qrdma_wc_status(uint8_t status)
 		return IBV_WC_LOC_PROT_ERR;
 	case QRDMA_WC_WR_FLUSH_ERR:
 		return IBV_WC_WR_FLUSH_ERR;
+	case QRDMA_WC_MW_BIND_ERR:
+		return IBV_WC_MW_BIND_ERR;
 	case QRDMA_WC_BAD_RESP_ERR:
 		return IBV_WC_BAD_RESP_ERR;
 	case QRDMA_WC_LOC_ACCESS_ERR:
@@ -373,6 +426,8 @@ static enum ibv_wc_opcode qrdma_wc_opcode(uint8_t opcode)
 		return IBV_WC_FETCH_ADD;
 	case QRDMA_WC_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case QRDMA_WC_BIND_MW:
+		return IBV_WC_BIND_MW;
 	case QRDMA_WC_ATOMIC_WRITE:
 		return IBV_WC_ATOMIC_WRITE;
 	case QRDMA_WC_FLUSH:
@@ -1120,17 +1175,22 @@ static uint64_t qrdma_send_ops(struct qrdma_context *ctx,
 			       enum ibv_qp_type qp_type)
 {
 	uint64_t rc_ops = QRDMA_RC_SEND_OPS;
+	uint64_t uc_ops = QRDMA_UC_SEND_OPS;
 
 	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_ATOMIC_WRITE)
 		rc_ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
 	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_FLUSH)
 		rc_ops |= IBV_QP_EX_WITH_FLUSH;
+	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_MW) {
+		rc_ops |= IBV_QP_EX_WITH_BIND_MW;
+		uc_ops |= IBV_QP_EX_WITH_BIND_MW;
+	}
 
 	switch (qp_type) {
 	case IBV_QPT_RC:
 		return rc_ops;
 	case IBV_QPT_UC:
-		return QRDMA_UC_SEND_OPS;
+		return uc_ops;
 	default:
 		return QRDMA_UD_SEND_OPS;
 	}
@@ -1168,6 +1228,9 @@ static bool qrdma_send_op_ok(struct qrdma_qp *qp, enum ibv_wr_opcode opcode)
 		break;
 	case IBV_WR_SEND_WITH_INV:
 		op = IBV_QP_EX_WITH_SEND_WITH_INV;
+		break;
+	case IBV_WR_BIND_MW:
+		op = IBV_QP_EX_WITH_BIND_MW;
 		break;
 	default:
 		return false;
@@ -1464,6 +1527,20 @@ static int qrdma_build_inline(struct qrdma_qp *qp, struct qrdma_sq_wqe *wqe,
 	return 0;
 }
 
+/*
+ * The device names the window by the new rkey's bits 31:8, which never
+ * change, so the WQE needs no other handle of it.
+ */
+static void qrdma_set_bind(struct qrdma_sq_wqe *wqe, uint32_t rkey,
+			   const struct ibv_mw_bind_info *info)
+{
+	wqe->bind_mw.key = htole32(rkey);
+	wqe->bind_mw.mr_lkey = htole32(info->mr ? info->mr->lkey : 0);
+	wqe->bind_mw.addr = htole64(info->addr);
+	wqe->bind_mw.length = htole64(info->length);
+	wqe->bind_mw.access = htole32(info->mw_access_flags);
+}
+
 static int qrdma_build_send_wqe(struct qrdma_qp *qp, struct ibv_send_wr *wr,
 				uint32_t pi)
 {
@@ -1474,6 +1551,11 @@ static int qrdma_build_send_wqe(struct qrdma_qp *qp, struct ibv_send_wr *wr,
 		return EINVAL;
 	if (unlikely(wr->num_sge < 0 ||
 		     (uint32_t)wr->num_sge > qp->sq.max_sge))
+		return EINVAL;
+	/* Work requests bind type 2 windows; ibv_bind_mw() binds type 1. */
+	if (unlikely(wr->opcode == IBV_WR_BIND_MW &&
+		     (!wr->bind_mw.mw ||
+		      wr->bind_mw.mw->type != IBV_MW_TYPE_2)))
 		return EINVAL;
 
 	wqe = qrdma_sq_wqe_start(qp, pi, wr->opcode, wr->send_flags,
@@ -1507,6 +1589,9 @@ static int qrdma_build_send_wqe(struct qrdma_qp *qp, struct ibv_send_wr *wr,
 		wqe->rdma.swap = htole64(wr->wr.atomic.swap);
 		break;
 	case IBV_WR_LOCAL_INV:
+		return 0;
+	case IBV_WR_BIND_MW:
+		qrdma_set_bind(wqe, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 		return 0;
 	default:
 		break;
@@ -1575,6 +1660,40 @@ int qrdma_post_send(struct ibv_qp *ibvqp, struct ibv_send_wr *wr,
 
 	if (err)
 		*bad_wr = wr;
+	return err;
+}
+
+/*
+ * Type 1: a BIND_MW WQE under the next key, which becomes the window's as
+ * the WQE is posted; a consumer that gets an error CQE knows it failed.
+ */
+int qrdma_bind_mw(struct ibv_qp *ibvqp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind)
+{
+	struct qrdma_qp *qp = to_qrdma_qp(ibvqp);
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct qrdma_sq_wqe *wqe;
+	uint32_t pi;
+	int err = 0;
+
+	if (unlikely(!(qrdma_send_ops(to_qrdma_ctx(ibvqp->context),
+				      ibvqp->qp_type) &
+		       IBV_QP_EX_WITH_BIND_MW) ||
+		     ibvqp->state == IBV_QPS_RESET))
+		return EINVAL;
+
+	pthread_spin_lock(&qp->sq.lock);
+	pi = atomic_load_explicit(&qp->sq.pi, memory_order_relaxed);
+	if (unlikely(qrdma_wq_full(&qp->sq, pi))) {
+		err = ENOMEM;
+	} else {
+		wqe = qrdma_sq_wqe_start(qp, pi, QRDMA_WR_BIND_MW,
+					 mw_bind->send_flags, mw_bind->wr_id);
+		qrdma_set_bind(wqe, rkey, &mw_bind->bind_info);
+		qrdma_sq_publish(qp, pi + 1);
+		mw->rkey = rkey;
+	}
+	pthread_spin_unlock(&qp->sq.lock);
 	return err;
 }
 
@@ -1736,6 +1855,23 @@ static void qrdma_wr_flush(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 	}
 }
 
+static void qrdma_wr_bind_mw(struct ibv_qp_ex *ibvqpx, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	struct qrdma_qp *qp = to_qrdma_qp_ex(ibvqpx);
+	struct qrdma_sq_wqe *wqe = qrdma_wr_begin(ibvqpx, QRDMA_WR_BIND_MW);
+
+	if (!wqe)
+		return;
+	/* ibv_bind_mw() binds type 1 windows, work requests type 2. */
+	if (unlikely(!mw || mw->type != IBV_MW_TYPE_2)) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	qrdma_set_bind(wqe, rkey, bind_info);
+}
+
 static void qrdma_wr_local_inv(struct ibv_qp_ex *ibvqpx,
 			       uint32_t invalidate_rkey)
 {
@@ -1877,6 +2013,8 @@ static void qrdma_qp_fill_wr_pfns(struct ibv_qp_ex *ibvqpx,
 		ibvqpx->wr_atomic_fetch_add = qrdma_wr_atomic_fetch_add;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
 		ibvqpx->wr_atomic_write = qrdma_wr_atomic_write;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		ibvqpx->wr_bind_mw = qrdma_wr_bind_mw;
 	if (ops & IBV_QP_EX_WITH_FLUSH)
 		ibvqpx->wr_flush = qrdma_wr_flush;
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)

@@ -16,6 +16,10 @@ int qrdma_dealloc_pd(struct ibv_pd *ibvpd);
 struct ibv_mr *qrdma_reg_mr(struct ibv_pd *ibvpd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int qrdma_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *qrdma_alloc_mw(struct ibv_pd *ibvpd, enum ibv_mw_type type);
+int qrdma_dealloc_mw(struct ibv_mw *mw);
+int qrdma_bind_mw(struct ibv_qp *ibvqp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
 
 struct ibv_cq *qrdma_create_cq(struct ibv_context *ibvctx, int cqe,
 			       struct ibv_comp_channel *channel,

@@ -146,6 +146,8 @@ enum qrdma_cmd_opcode {
     QRDMA_CMD_REG_MR                    = 0x20,
     QRDMA_CMD_DEREG_MR                  = 0x21,
     QRDMA_CMD_ALLOC_MR                  = 0x22,
+    QRDMA_CMD_ALLOC_MW                  = 0x23,
+    QRDMA_CMD_DEALLOC_MW                = 0x24,
     QRDMA_CMD_CREATE_CQ                 = 0x30,
     QRDMA_CMD_DESTROY_CQ                = 0x31,
     QRDMA_CMD_RESIZE_CQ                 = 0x32,
@@ -254,6 +256,26 @@ struct qrdma_cmd_alloc_mr {
 
 /* The lkey of the kernel's local DMA: guest addresses, untranslated. */
 #define QRDMA_LOCAL_DMA_LKEY            0
+
+/*
+ * ALLOC_MW: a memory window of the PD, unbound, with no access until a
+ * BIND_MW WQE binds it (QRDMA_DEV_CAP_MW).  Type 1 windows belong to the
+ * PD; type 2 windows (2B) to the QP that binds them, until invalidated.
+ */
+struct qrdma_cmd_alloc_mw {
+    uint32_t pd;
+    uint8_t type;                       /* QRDMA_MW_TYPE_* */
+    uint8_t rsvd[3];
+};
+
+#define QRDMA_MW_TYPE_1                 1
+#define QRDMA_MW_TYPE_2                 2
+
+/*
+ * The rkey of a window has this bit set, its slot plus 1 in bits 23:8 and
+ * a key byte in bits 7:0; an MR key never has it, so the two never meet.
+ */
+#define QRDMA_KEY_MW                    (1u << 31)
 
 /*
  * CREATE_CQ, RESIZE_CQ: a ring of 2^log2_entries 32-byte CQEs on npages
@@ -470,6 +492,7 @@ struct qrdma_cmd {
         struct qrdma_cmd_destroy destroy;
         struct qrdma_cmd_reg_mr reg_mr;
         struct qrdma_cmd_alloc_mr alloc_mr;
+        struct qrdma_cmd_alloc_mw alloc_mw;
         struct qrdma_cmd_cq cq;
         struct qrdma_cmd_create_qp create_qp;
         struct qrdma_cmd_modify_qp modify_qp;
@@ -493,7 +516,8 @@ struct qrdma_cmpl {
 /*
  * CREATE_UCTX: data[0] of the completion is the index in BAR2 of the
  * context's doorbell page.  REG_MR, ALLOC_MR: handle is the lkey, data[0]
- * the rkey.  CREATE_CQ, RESIZE_CQ: data[0] is the number of entries.
+ * the rkey.  ALLOC_MW: handle is the window's handle, data[0] its first
+ * rkey.  CREATE_CQ, RESIZE_CQ: data[0] is the number of entries.
  * CREATE_QP: data holds a struct qrdma_create_qp_resp.  CREATE_SRQ,
  * QUERY_SRQ: data holds a struct qrdma_srq_resp.
  */
@@ -534,6 +558,8 @@ struct qrdma_device_attr {
     uint8_t atomic_cap;                 /* 1: within this HCA */
     uint8_t rsvd[2];
     uint32_t device_caps;               /* QRDMA_DEV_CAP_* */
+    uint32_t max_mw;                    /* QRDMA_DEV_CAP_MW */
+    uint32_t rsvd1;
 };
 
 /*
@@ -544,6 +570,8 @@ struct qrdma_device_attr {
 #define QRDMA_DEV_CAP_ATOMIC_WRITE      (1u << 1)   /* QRDMA_WR_ATOMIC_WRITE */
 /* QRDMA_WR_FLUSH of type GLOBAL, QRDMA_ACCESS_FLUSH_GLOBAL */
 #define QRDMA_DEV_CAP_FLUSH_GLOBAL      (1u << 2)
+/* ALLOC_MW, DEALLOC_MW, QRDMA_WR_BIND_MW: memory windows of type 1 and 2B */
+#define QRDMA_DEV_CAP_MW                (1u << 3)
 
 /* Port states: the IB verbs values. */
 #define QRDMA_PORT_DOWN                 1
@@ -666,6 +694,7 @@ enum qrdma_wr_opcode {
     QRDMA_WR_ATOMIC_CMP_AND_SWP         = 5,
     QRDMA_WR_ATOMIC_FETCH_AND_ADD       = 6,
     QRDMA_WR_LOCAL_INV                  = 7,
+    QRDMA_WR_BIND_MW                    = 8,
     QRDMA_WR_SEND_WITH_INV              = 9,
     QRDMA_WR_FLUSH                      = 14,
     QRDMA_WR_ATOMIC_WRITE               = 15,
@@ -681,7 +710,8 @@ enum qrdma_wr_opcode {
  * A send WQE: 64 bytes of header and operation, then QRDMA_MAX_SEND_SGE
  * SGEs or, with QRDMA_WQE_F_INLINE, inline_len bytes of data.  imm_data is
  * the immediate (as the consumer gave it, in network order) or, for
- * SEND_WITH_INV and LOCAL_INV, the rkey to invalidate.
+ * SEND_WITH_INV and LOCAL_INV, the rkey (of an MR or a window) to
+ * invalidate.
  */
 struct qrdma_sq_wqe {
     uint64_t wr_id;
@@ -726,6 +756,19 @@ struct qrdma_sq_wqe {
             uint8_t page_shift;
             uint8_t rsvd[3];
         } reg_mr;
+        struct {
+            /*
+             * [addr, addr + length) of the MR mr_lkey names; length 0
+             * unbinds a type 1 window.  key names the window by its bits
+             * 31:8 and becomes its rkey.
+             */
+            uint64_t addr;
+            uint64_t length;
+            uint32_t key;
+            uint32_t mr_lkey;
+            uint32_t access;            /* QRDMA_ACCESS_*: bits 0-3 */
+            uint32_t rsvd[3];
+        } bind_mw;
         uint8_t raw[40];
     };
     union {
@@ -754,6 +797,7 @@ enum qrdma_wc_opcode {
     QRDMA_WC_RDMA_READ                  = 2,
     QRDMA_WC_COMP_SWAP                  = 3,
     QRDMA_WC_FETCH_ADD                  = 4,
+    QRDMA_WC_BIND_MW                    = 5,
     QRDMA_WC_LOCAL_INV                  = 6,
     QRDMA_WC_REG_MR                     = 8,
     QRDMA_WC_ATOMIC_WRITE               = 9,
@@ -769,6 +813,7 @@ enum qrdma_wc_status {
     QRDMA_WC_LOC_QP_OP_ERR              = 2,
     QRDMA_WC_LOC_PROT_ERR               = 4,
     QRDMA_WC_WR_FLUSH_ERR               = 5,
+    QRDMA_WC_MW_BIND_ERR                = 6,
     QRDMA_WC_BAD_RESP_ERR               = 7,
     QRDMA_WC_LOC_ACCESS_ERR             = 8,
     QRDMA_WC_REM_INV_REQ_ERR            = 9,

@@ -62,7 +62,7 @@ typedef struct QrdmaUctx {
 typedef struct QrdmaPd {
     uint32_t handle;
     uint32_t uctx;
-    uint32_t refs;                      /* MRs, QPs, SRQs, AHs in it */
+    uint32_t refs;                      /* MRs, MWs, QPs, SRQs, AHs in it */
 } QrdmaPd;
 
 typedef struct QrdmaMr {
@@ -79,7 +79,29 @@ typedef struct QrdmaMr {
     uint8_t page_shift;
     uint32_t max_pages;
     QrdmaPages pages;
+    uint32_t windows;                   /* memory windows bound to it */
 } QrdmaMr;
+
+/*
+ * A memory window.  While bound it names [addr, addr + length) of the MR
+ * in slot mr_idx, which had lkey mr_lkey then: whatever changes that MR
+ * (deregistration, invalidation, fast registration) unbinds the window
+ * first, so a bound window always lies within a valid MR.
+ */
+typedef struct QrdmaMw {
+    uint32_t handle;
+    uint32_t uctx;
+    uint32_t pd;
+    uint8_t type;                       /* QRDMA_MW_TYPE_* */
+    bool bound;
+    uint32_t rkey;
+    uint32_t access;                    /* remote rights only */
+    uint32_t qpn;                       /* type 2: the QP it is bound to */
+    uint32_t mr_idx;
+    uint32_t mr_lkey;
+    uint64_t addr;
+    uint64_t length;
+} QrdmaMw;
 
 typedef struct QrdmaCq {
     uint32_t handle;
@@ -160,6 +182,7 @@ typedef struct QrdmaLimits {
     uint32_t max_pd;
     uint32_t max_mr;
     uint32_t max_mr_pages;
+    uint32_t max_mw;
     uint32_t max_cq;
     uint32_t max_cqe;
     uint32_t max_qp;
@@ -244,6 +267,8 @@ typedef struct QrdmaCore {
     QrdmaPd *pd;
     QrdmaTable mr_table;
     QrdmaMr *mr;
+    QrdmaTable mw_table;
+    QrdmaMw *mw;
     QrdmaTable cq_table;
     QrdmaCq *cq;
     QrdmaTable srq_table;
@@ -255,7 +280,7 @@ typedef struct QrdmaCore {
     QrdmaTable mcast_table;
     QrdmaMcast *mcast;
     struct qrdma_gid_entry gid[QRDMA_GID_TABLE_LEN];
-    uint8_t mr_key;                     /* key byte of the next lkey */
+    uint8_t mr_key;                     /* key byte of the next MR or MW */
 
     QrdmaEq eq[QRDMA_MSIX_VECTORS_MAX];
     bool port_up;                       /* as last reported to the driver */

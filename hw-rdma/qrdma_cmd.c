@@ -312,6 +312,7 @@ uint8_t qrdma_get_##kind(QrdmaCore *core, uint32_t uctx, uint32_t handle,   \
 }
 
 QRDMA_DEFINE_GET(pd, pd, uctx)
+QRDMA_DEFINE_GET(mw, mw, uctx)
 QRDMA_DEFINE_GET(cq, cq, uctx)
 QRDMA_DEFINE_GET(srq, srq, uctx)
 QRDMA_DEFINE_GET(ah, ah, uctx)
@@ -419,6 +420,7 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     a.max_inline_data = cpu_to_le32(QRDMA_MAX_INLINE);
     a.max_fast_reg_page_list_len = cpu_to_le32(l->max_mr_pages);
     a.max_mr_pages = cpu_to_le32(l->max_mr_pages);
+    a.max_mw = cpu_to_le32(l->max_mw);
     /* Vector 0 carries commands and async events; the rest completions. */
     a.num_comp_vectors = cpu_to_le32(MAX(core->msix_vectors - 1, 1));
     a.max_pkeys = cpu_to_le32(1);
@@ -426,7 +428,8 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     a.atomic_cap = 1;
     a.device_caps = cpu_to_le32(QRDMA_DEV_CAP_SRQ_RESIZE |
                                 QRDMA_DEV_CAP_ATOMIC_WRITE |
-                                QRDMA_DEV_CAP_FLUSH_GLOBAL);
+                                QRDMA_DEV_CAP_FLUSH_GLOBAL |
+                                QRDMA_DEV_CAP_MW);
     return qrdma_reply(core, &cmd->query, &a, sizeof(a));
 }
 
@@ -778,10 +781,43 @@ static uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
     return QRDMA_STATUS_OK;
 }
 
+/* Unbind a window: it gives no access until it is bound again. */
+void qrdma_mw_unbind(QrdmaCore *core, QrdmaMw *mw)
+{
+    if (mw->bound) {
+        core->mr[mw->mr_idx].windows--;
+        mw->bound = false;
+        trace_qrdma_mw_unbind(mw->rkey);
+    }
+}
+
+/*
+ * Unbind the windows bound to the MR in slot mr_idx (before it changes or
+ * goes), or, with mr_idx -1, the type 2 windows bound to QP qpn.
+ */
+void qrdma_mw_unbind_all(QrdmaCore *core, int mr_idx, uint32_t qpn)
+{
+    uint32_t i;
+
+    if (mr_idx >= 0 && !core->mr[mr_idx].windows) {
+        return;
+    }
+    for (i = 0; i < core->mw_table.max; i++) {
+        QrdmaMw *mw = &core->mw[i];
+
+        if (core->mw_table.busy[i] && mw->bound &&
+            (mr_idx >= 0 ? mw->mr_idx == (uint32_t)mr_idx :
+             mw->type == QRDMA_MW_TYPE_2 && mw->qpn == qpn)) {
+            qrdma_mw_unbind(core, mw);
+        }
+    }
+}
+
 static void qrdma_mr_free(QrdmaCore *core, int idx)
 {
     QrdmaMr *mr = &core->mr[idx];
 
+    qrdma_mw_unbind_all(core, idx, 0);
     qrdma_pd_unref(core, mr->pd);
     qrdma_uctx_ref(core, mr->uctx, -1);
     qrdma_pages_free(&mr->pages);
@@ -800,6 +836,70 @@ static uint8_t qrdma_cmd_dereg_mr(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     qrdma_mr_free(core, idx);
+    return QRDMA_STATUS_OK;
+}
+
+/* Memory windows */
+
+static uint8_t qrdma_cmd_alloc_mw(QrdmaCore *core, uint32_t uctx,
+                                  const struct qrdma_cmd *cmd,
+                                  struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_alloc_mw *a = &cmd->alloc_mw;
+    QrdmaMw *mw;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(a->pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    if (a->type != QRDMA_MW_TYPE_1 && a->type != QRDMA_MW_TYPE_2) {
+        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
+                              "memory window type %u", a->type);
+    }
+    idx = qrdma_slot_alloc(core, &core->mw_table);
+    if (idx < 0) {
+        return QRDMA_STATUS_NO_RESOURCES;
+    }
+    mw = &core->mw[idx];
+    memset(mw, 0, sizeof(*mw));
+    mw->handle = qrdma_table_handle(&core->mw_table, idx);
+    mw->uctx = uctx;
+    mw->pd = core->pd[pd_idx].handle;
+    mw->type = a->type;
+    /* As for MRs: a new key byte, so an rkey of a reused slot fails. */
+    mw->rkey = QRDMA_KEY_MW | ((uint32_t)(idx + 1) << 8) | core->mr_key++;
+    core->pd[pd_idx].refs++;
+    qrdma_uctx_ref(core, uctx, 1);
+    trace_qrdma_mw_alloc(mw->handle, mw->type, mw->rkey);
+    cmpl->handle = cpu_to_le32(mw->handle);
+    cmpl->data[0] = cpu_to_le32(mw->rkey);
+    return QRDMA_STATUS_OK;
+}
+
+static void qrdma_mw_free(QrdmaCore *core, int idx)
+{
+    QrdmaMw *mw = &core->mw[idx];
+
+    qrdma_mw_unbind(core, mw);
+    qrdma_pd_unref(core, mw->pd);
+    qrdma_uctx_ref(core, mw->uctx, -1);
+    qrdma_table_free(&core->mw_table, idx);
+}
+
+static uint8_t qrdma_cmd_dealloc_mw(QrdmaCore *core, uint32_t uctx,
+                                    const struct qrdma_cmd *cmd,
+                                    struct qrdma_cmpl *cmpl)
+{
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_mw(core, uctx, le32_to_cpu(cmd->destroy.handle), &idx);
+    if (st) {
+        return st;
+    }
+    qrdma_mw_free(core, idx);
     return QRDMA_STATUS_OK;
 }
 
@@ -1355,6 +1455,8 @@ static const QrdmaCmdInfo qrdma_cmds[] = {
     [QRDMA_CMD_REG_MR] = { "REG_MR", qrdma_cmd_reg_mr, true },
     [QRDMA_CMD_DEREG_MR] = { "DEREG_MR", qrdma_cmd_dereg_mr },
     [QRDMA_CMD_ALLOC_MR] = { "ALLOC_MR", qrdma_cmd_alloc_mr, true },
+    [QRDMA_CMD_ALLOC_MW] = { "ALLOC_MW", qrdma_cmd_alloc_mw, true },
+    [QRDMA_CMD_DEALLOC_MW] = { "DEALLOC_MW", qrdma_cmd_dealloc_mw },
     [QRDMA_CMD_CREATE_CQ] = { "CREATE_CQ", qrdma_cmd_create_cq, true },
     [QRDMA_CMD_DESTROY_CQ] = { "DESTROY_CQ", qrdma_cmd_destroy_cq },
     [QRDMA_CMD_RESIZE_CQ] = { "RESIZE_CQ", qrdma_cmd_resize_cq },
@@ -1376,7 +1478,8 @@ static const QrdmaCmdInfo qrdma_cmds[] = {
 uint32_t qrdma_resources_in_use(QrdmaCore *core)
 {
     return core->uctx_table.in_use + core->pd_table.in_use +
-           core->mr_table.in_use + core->cq_table.in_use +
+           core->mr_table.in_use + core->mw_table.in_use +
+           core->cq_table.in_use +
            core->qp_table.in_use + core->srq_table.in_use +
            core->ah_table.in_use + core->mcast_table.in_use;
 }
@@ -1527,6 +1630,7 @@ void qrdma_resources_init(QrdmaCore *core)
     qrdma_table_init(&core->uctx_table, "uctx", l->max_uctx, 0);
     qrdma_table_init(&core->pd_table, "pd", l->max_pd, 0);
     qrdma_table_init(&core->mr_table, "mr", l->max_mr, 0);
+    qrdma_table_init(&core->mw_table, "mw", l->max_mw, 0);
     qrdma_table_init(&core->cq_table, "cq", l->max_cq, 0);
     qrdma_table_init(&core->srq_table, "srq", l->max_srq, 0);
     /* Slot 0 is QP 1, the GSI QP; it is only ever created explicitly. */
@@ -1536,6 +1640,7 @@ void qrdma_resources_init(QrdmaCore *core)
     core->uctx = g_new0(QrdmaUctx, l->max_uctx);
     core->pd = g_new0(QrdmaPd, l->max_pd);
     core->mr = g_new0(QrdmaMr, l->max_mr);
+    core->mw = g_new0(QrdmaMw, l->max_mw);
     core->cq = g_new0(QrdmaCq, l->max_cq);
     core->srq = g_new0(QrdmaSrq, l->max_srq);
     core->qp = g_new0(QrdmaQp, l->max_qp + 1);
@@ -1550,8 +1655,8 @@ void qrdma_resources_init(QrdmaCore *core)
 void qrdma_resources_reset(QrdmaCore *core)
 {
     QrdmaTable *tables[] = {
-        &core->uctx_table, &core->pd_table, &core->mr_table, &core->cq_table,
-        &core->srq_table, &core->qp_table, &core->ah_table,
+        &core->uctx_table, &core->pd_table, &core->mr_table, &core->mw_table,
+        &core->cq_table, &core->srq_table, &core->qp_table, &core->ah_table,
         &core->mcast_table,
     };
     uint32_t i;
@@ -1561,6 +1666,10 @@ void qrdma_resources_reset(QrdmaCore *core)
     }
     for (i = 0; i < core->mr_table.max; i++) {
         qrdma_pages_free(&core->mr[i].pages);
+        core->mr[i].windows = 0;
+    }
+    for (i = 0; i < core->mw_table.max; i++) {
+        core->mw[i].bound = false;
     }
     for (i = 0; i < core->cq_table.max; i++) {
         qrdma_pages_free(&core->cq[i].ring);
@@ -1598,6 +1707,7 @@ void qrdma_resources_free(QrdmaCore *core)
     qrdma_table_destroy(&core->uctx_table);
     qrdma_table_destroy(&core->pd_table);
     qrdma_table_destroy(&core->mr_table);
+    qrdma_table_destroy(&core->mw_table);
     qrdma_table_destroy(&core->cq_table);
     qrdma_table_destroy(&core->srq_table);
     qrdma_table_destroy(&core->qp_table);
@@ -1606,6 +1716,7 @@ void qrdma_resources_free(QrdmaCore *core)
     g_free(core->uctx);
     g_free(core->pd);
     g_free(core->mr);
+    g_free(core->mw);
     g_free(core->cq);
     g_free(core->srq);
     g_free(core->qp);

@@ -327,6 +327,171 @@ static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
     return true;
 }
 
+/* Memory windows */
+
+#define QRDMA_MW_RIGHTS (QRDMA_ACCESS_REMOTE_WRITE | \
+                         QRDMA_ACCESS_REMOTE_READ | \
+                         QRDMA_ACCESS_REMOTE_ATOMIC)
+
+/* The window a key names by its bits 31:8, whatever its key byte. */
+static QrdmaMw *qrdma_mw_of_key(QrdmaCore *core, uint32_t key)
+{
+    uint32_t slot = (key >> 8) & MAKE_64BIT_MASK(0, QRDMA_HANDLE_INDEX_BITS);
+
+    if (!(key & QRDMA_KEY_MW) || (key & ~(QRDMA_KEY_MW | 0xffffffu)) ||
+        !slot || slot > core->mw_table.max || !core->mw_table.busy[slot - 1]) {
+        return NULL;
+    }
+    return &core->mw[slot - 1];
+}
+
+/*
+ * The rkey of a remote access at responder QP qp: a window's passes when
+ * it is bound (for type 2, to qp), has exactly that key, is in qp's PD,
+ * holds the rights and covers the range; the MR under it then serves the
+ * access.  Any other key is an MR's.
+ */
+static bool qrdma_rkey_check(QrdmaCore *core, const QrdmaQp *qp, uint32_t key,
+                             uint64_t addr, uint64_t len, uint32_t access,
+                             const QrdmaMr **out)
+{
+    const QrdmaMw *mw;
+    const QrdmaMr *mr;
+
+    if (!(key & QRDMA_KEY_MW)) {
+        return qrdma_mr_check(core, key, qp->pd, qp->uctx, addr, len, access,
+                              out);
+    }
+    *out = NULL;
+    mw = qrdma_mw_of_key(core, key);
+    if (!mw || !mw->bound || mw->rkey != key || mw->pd != qp->pd ||
+        (mw->type == QRDMA_MW_TYPE_2 && mw->qpn != qp->qpn) ||
+        !(access & QRDMA_MW_RIGHTS) || (access & ~QRDMA_MW_RIGHTS) ||
+        (mw->access & access) != access) {
+        return false;
+    }
+    if (addr < mw->addr || len > mw->length ||
+        addr - mw->addr > mw->length - len) {
+        return false;
+    }
+    /*
+     * Whatever changes or frees the MR unbinds the window first, so this
+     * holds; checking it costs little and keeps a slip from ever reaching
+     * guest memory the MR no longer grants.
+     */
+    mr = &core->mr[mw->mr_idx];
+    if (!core->mr_table.busy[mw->mr_idx] || mr->lkey != mw->mr_lkey ||
+        !mr->valid) {
+        return false;
+    }
+    *out = mr;
+    return true;
+}
+
+/* A send WQE refused for the key it names: traced and logged. */
+static uint8_t qrdma_wqe_refused(QrdmaCore *core, const QrdmaQp *qp,
+                                 uint8_t opcode, uint32_t key, uint8_t status,
+                                 const char *why)
+{
+    trace_qrdma_err_wqe(qp->qpn, opcode, key, why);
+    qrdma_guest_error(core, "qp 0x%" PRIx32 ": work request %u for key 0x%"
+                      PRIx32 " refused: %s", qp->qpn, opcode, key, why);
+    return status;
+}
+
+/*
+ * BIND_MW: the window that key names takes key as its rkey and the range
+ * of the MR mr_lkey names, with the remote rights of access.
+ */
+static uint8_t qrdma_bind_mw(QrdmaCore *core, QrdmaQp *qp,
+                             const struct qrdma_sq_wqe *wqe)
+{
+    uint32_t key = le32_to_cpu(wqe->bind_mw.key);
+    uint32_t lkey = le32_to_cpu(wqe->bind_mw.mr_lkey);
+    uint32_t access = le32_to_cpu(wqe->bind_mw.access);
+    uint64_t addr = le64_to_cpu(wqe->bind_mw.addr);
+    uint64_t len = le64_to_cpu(wqe->bind_mw.length);
+    uint32_t slot = lkey >> 8;
+    QrdmaMw *mw = qrdma_mw_of_key(core, key);
+    QrdmaMr *mr = NULL;
+    const char *why = NULL;
+
+    if (!mw || mw->pd != qp->pd) {
+        why = "no window in the QP's PD";
+    } else if (access & ~(QRDMA_MW_RIGHTS | QRDMA_ACCESS_LOCAL_WRITE)) {
+        why = "access flags a window cannot have";
+    } else if (mw->type == QRDMA_MW_TYPE_2 && mw->bound) {
+        why = "a bound type 2 window must be invalidated first";
+    } else if (mw->type == QRDMA_MW_TYPE_2 && !len) {
+        why = "a type 2 window needs a range";
+    }
+    if (why) {
+        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
+                                 QRDMA_WC_MW_BIND_ERR, why);
+    }
+    if (!len) {
+        /* Type 1 bound to nothing: unbound, under its new key. */
+        qrdma_mw_unbind(core, mw);
+        mw->rkey = key;
+        return QRDMA_WC_SUCCESS;
+    }
+
+    if (slot && slot <= core->mr_table.max && core->mr_table.busy[slot - 1]) {
+        mr = &core->mr[slot - 1];
+    }
+    if (!mr || mr->lkey != lkey || mr->pd != qp->pd || !mr->valid ||
+        mr->dma) {
+        why = "no valid MR in the QP's PD with that lkey";
+    } else if (!(mr->access & QRDMA_ACCESS_MW_BIND)) {
+        why = "the MR has no MW bind right";
+    } else if ((access & (QRDMA_ACCESS_REMOTE_WRITE |
+                          QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+               !(mr->access & QRDMA_ACCESS_LOCAL_WRITE)) {
+        why = "remote write or atomic over an MR without local write";
+    } else if (addr < mr->iova || len > mr->length ||
+               addr - mr->iova > mr->length - len) {
+        why = "the range is not within the MR";
+    }
+    if (why) {
+        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
+                                 QRDMA_WC_MW_BIND_ERR, why);
+    }
+
+    qrdma_mw_unbind(core, mw);
+    mw->bound = true;
+    mw->rkey = key;
+    mw->mr_idx = slot - 1;
+    mw->mr_lkey = lkey;
+    mw->addr = addr;
+    mw->length = len;
+    /* A window gives remote access only; local write has no meaning. */
+    mw->access = access & QRDMA_MW_RIGHTS;
+    mw->qpn = mw->type == QRDMA_MW_TYPE_2 ? qp->qpn : 0;
+    mr->windows++;
+    trace_qrdma_mw_bind(qp->qpn, key, lkey, addr, len, mw->access);
+    return QRDMA_WC_SUCCESS;
+}
+
+/* LOCAL_INV of a window: type 2 only, by its current key. */
+static uint8_t qrdma_mw_local_inv(QrdmaCore *core, QrdmaQp *qp,
+                                  const struct qrdma_sq_wqe *wqe, uint32_t key)
+{
+    QrdmaMw *mw = qrdma_mw_of_key(core, key);
+
+    if (!mw || mw->rkey != key || mw->pd != qp->pd) {
+        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
+                                 QRDMA_WC_LOC_PROT_ERR,
+                                 "no window in the QP's PD with that key");
+    }
+    if (mw->type != QRDMA_MW_TYPE_2) {
+        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
+                                 QRDMA_WC_LOC_PROT_ERR,
+                                 "a type 1 window is unbound by a bind");
+    }
+    qrdma_mw_unbind(core, mw);
+    return QRDMA_WC_SUCCESS;
+}
+
 /*
  * The guest address of iova in mr, and the bytes contiguous from there
  * (looking no further than want bytes).
@@ -496,6 +661,8 @@ static uint8_t qrdma_wc_opcode(uint8_t wr_opcode)
         return QRDMA_WC_FETCH_ADD;
     case QRDMA_WR_LOCAL_INV:
         return QRDMA_WC_LOCAL_INV;
+    case QRDMA_WR_BIND_MW:
+        return QRDMA_WC_BIND_MW;
     case QRDMA_WR_REG_MR:
         return QRDMA_WC_REG_MR;
     case QRDMA_WR_ATOMIC_WRITE:
@@ -759,10 +926,20 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
     case QRDMA_WR_SEND_WITH_INV: {
         uint32_t rkey = le32_to_cpu(wqe->imm_data);
         uint32_t slot = rkey >> 8;
+        QrdmaMw *mw = qrdma_mw_of_key(dc, rkey);
 
-        if (slot && slot <= dc->mr_table.max && dc->mr_table.busy[slot - 1] &&
-            dc->mr[slot - 1].rkey == rkey &&
-            dc->mr[slot - 1].pd == dst->pd && dc->mr[slot - 1].fast_reg) {
+        if (mw) {
+            /* Type 2B: only through the QP the window is bound to. */
+            if (mw->bound && mw->rkey == rkey && mw->qpn == dst->qpn &&
+                mw->type == QRDMA_MW_TYPE_2) {
+                qrdma_mw_unbind(dc, mw);
+            }
+        } else if (slot && slot <= dc->mr_table.max &&
+                   dc->mr_table.busy[slot - 1] &&
+                   dc->mr[slot - 1].rkey == rkey &&
+                   dc->mr[slot - 1].pd == dst->pd &&
+                   dc->mr[slot - 1].fast_reg) {
+            qrdma_mw_unbind_all(dc, slot - 1, 0);
             dc->mr[slot - 1].valid = false;
         }
         cqe.flags |= QRDMA_CQE_F_WITH_INV;
@@ -786,8 +963,8 @@ static bool qrdma_remote_span(QrdmaCore *dc, QrdmaQp *dst,
 
     memset(it, 0, sizeof(*it));
     if (!(le32_to_cpu(dst->attr.qp_access_flags) & access) ||
-        !qrdma_mr_check(dc, le32_to_cpu(wqe->rdma.rkey), dst->pd,
-                        dst->uctx, raddr, len, access, &mr) ||
+        !qrdma_rkey_check(dc, dst, le32_to_cpu(wqe->rdma.rkey), raddr, len,
+                          access, &mr) ||
         !mr) {
         return false;
     }
@@ -1012,6 +1189,12 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     case QRDMA_WR_LOCAL_INV:
     case QRDMA_WR_REG_MR:
         break;
+    case QRDMA_WR_BIND_MW:
+        /* Windows serve RDMA, which UD and GSI QPs do not take. */
+        if (qp->type != QRDMA_QPT_RC && qp->type != QRDMA_QPT_UC) {
+            status = QRDMA_WC_LOC_QP_OP_ERR;
+        }
+        break;
     default:
         status = QRDMA_WC_LOC_QP_OP_ERR;
     }
@@ -1036,6 +1219,16 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
     }
 
     /* Local operations */
+    if (wqe.opcode == QRDMA_WR_BIND_MW) {
+        status = qrdma_bind_mw(core, qp, &wqe);
+        goto complete;
+    }
+    if (wqe.opcode == QRDMA_WR_LOCAL_INV &&
+        (le32_to_cpu(wqe.imm_data) & QRDMA_KEY_MW)) {
+        status = qrdma_mw_local_inv(core, qp, &wqe,
+                                    le32_to_cpu(wqe.imm_data));
+        goto complete;
+    }
     if (wqe.opcode == QRDMA_WR_LOCAL_INV || wqe.opcode == QRDMA_WR_REG_MR) {
         uint32_t key = le32_to_cpu(wqe.opcode == QRDMA_WR_LOCAL_INV ?
                                    wqe.imm_data : wqe.reg_mr.key);
@@ -1055,6 +1248,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
             if (mr->lkey != key) {
                 status = QRDMA_WC_LOC_PROT_ERR;
             } else {
+                qrdma_mw_unbind_all(core, slot - 1, 0);
                 mr->valid = false;
             }
         } else {
@@ -1073,6 +1267,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
                                  npages, mr->max_pages, shift, &pages)) {
                 status = QRDMA_WC_LOC_PROT_ERR;
             } else {
+                qrdma_mw_unbind_all(core, slot - 1, 0);
                 qrdma_pages_free(&mr->pages);
                 mr->pages = pages;
                 mr->iova = iova;

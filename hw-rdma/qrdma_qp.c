@@ -624,6 +624,8 @@ uint8_t qrdma_cmd_destroy_qp(QrdmaCore *core, uint32_t uctx,
     }
     trace_qrdma_qp_destroy(qpn, qrdma_qps_names[qp->state]);
     qrdma_dp_qp_destroyed(core, qp);
+    /* A type 2 window is the QP's: it gives no access once the QP is gone. */
+    qrdma_mw_unbind_all(core, -1, qpn);
     qrdma_qp_put_refs(core, qp);
     qrdma_pages_free(&qp->sq);
     qrdma_pages_free(&qp->rq);

@@ -212,6 +212,8 @@ static void test_query_device(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(le32_to_cpu(a.max_recv_sge), ==, QRDMA_MAX_RECV_SGE);
     g_assert_cmpuint(le32_to_cpu(a.max_inline_data), ==, QRDMA_MAX_INLINE);
     g_assert_cmpuint(le32_to_cpu(a.num_comp_vectors), ==, 3);
+    g_assert_cmpuint(le32_to_cpu(a.max_mw), ==, 2);
+    g_assert_true(le32_to_cpu(a.device_caps) & QRDMA_DEV_CAP_MW);
     /* EUI-64 of mac=52:54:00:12:34:56 */
     g_assert_cmphex(be64_to_cpu(a.node_guid), ==, 0x505400fffe123456ull);
 
@@ -605,6 +607,107 @@ static void test_ah(void *obj, void *data, QGuestAllocator *alloc)
                      QRDMA_STATUS_OK);
 }
 
+static uint8_t alloc_mw(QrdmaT *t, uint32_t uctx, uint32_t pd, uint8_t type,
+                        uint32_t *handle, uint32_t *rkey)
+{
+    struct qrdma_cmd cmd = {
+        .hdr.opcode = QRDMA_CMD_ALLOC_MW,
+        .hdr.uctx = cpu_to_le32(uctx),
+        .alloc_mw.pd = cpu_to_le32(pd),
+        .alloc_mw.type = type,
+    };
+    struct qrdma_cmpl cmpl;
+    uint8_t st = qrdma_t_exec(t, &cmd, &cmpl);
+
+    *handle = le32_to_cpu(cmpl.handle);
+    if (rkey) {
+        *rkey = le32_to_cpu(cmpl.data[0]);
+    }
+    return st;
+}
+
+/*
+ * ALLOC_MW and DEALLOC_MW: types 1 and 2 only, max-mw of them, owned and
+ * counted like every resource; a window keeps its PD and context alive.
+ */
+static void test_mw(void *obj, void *data, QGuestAllocator *alloc)
+{
+    uint32_t uctx, upd, pd, mw1, mw2, mw3, rkey1, rkey2, stale;
+    QrdmaT t;
+
+    qrdma_t_init(&t, obj, alloc, 4);
+    pd = qrdma_t_alloc_pd(&t, 0);
+    uctx = qrdma_t_create_uctx(&t);
+    upd = qrdma_t_alloc_pd(&t, uctx);
+
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, 0, &mw1, NULL), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, 3, &mw1, NULL), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(alloc_mw(&t, 0, pd + 0x10000, QRDMA_MW_TYPE_1, &mw1,
+                              NULL), ==, QRDMA_STATUS_BAD_HANDLE);
+    g_assert_cmpuint(alloc_mw(&t, 0, upd, QRDMA_MW_TYPE_1, &mw1, NULL), ==,
+                     QRDMA_STATUS_NOT_OWNER);
+    g_assert_cmpuint(qrdma_t_qom_get(&t, "resources"), ==, 3);
+
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, QRDMA_MW_TYPE_1, &mw1, &rkey1), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(alloc_mw(&t, uctx, upd, QRDMA_MW_TYPE_2, &mw2, &rkey2),
+                     ==, QRDMA_STATUS_OK);
+    /* window keys: bit 31, the slot in 23:8, never an MR's */
+    g_assert_cmphex(rkey1 & 0xff000000, ==, QRDMA_KEY_MW);
+    g_assert_cmphex(rkey2 & 0xff000000, ==, QRDMA_KEY_MW);
+    g_assert_cmphex(rkey1 >> 8, !=, rkey2 >> 8);
+    g_assert_cmpuint(qrdma_t_qom_get(&t, "resources"), ==, 5);
+    /* max-mw=2 */
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, QRDMA_MW_TYPE_2, &mw3, NULL), ==,
+                     QRDMA_STATUS_NO_RESOURCES);
+
+    /* the PD and the context are busy while they hold a window */
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_PD, 0, pd), ==,
+                     QRDMA_STATUS_BUSY);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_PD, uctx, upd), ==,
+                     QRDMA_STATUS_BUSY);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_MW, 0, mw2), ==,
+                     QRDMA_STATUS_NOT_OWNER);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_MW, 0, rkey1), ==,
+                     QRDMA_STATUS_BAD_HANDLE);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_MW, uctx, mw2), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_MW, uctx, mw2), ==,
+                     QRDMA_STATUS_BAD_HANDLE);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_PD, uctx, upd), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DESTROY_UCTX, 0, uctx), ==,
+                     QRDMA_STATUS_OK);
+
+    /* a freed slot comes back with a new handle and a new key */
+    stale = mw1;
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_MW, 0, mw1), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, QRDMA_MW_TYPE_2, &mw1, &rkey2), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, QRDMA_MW_TYPE_2, &mw3, NULL), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmphex(mw1, !=, stale);
+    g_assert_cmphex(mw3, !=, stale);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_MW, 0, stale), ==,
+                     QRDMA_STATUS_BAD_HANDLE);
+
+    /* windows count among the resources, and reset frees them */
+    g_assert_cmpuint(qrdma_t_qom_get(&t, "resources"), ==, 3);
+    qrdma_t_writel(&t, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    g_assert_cmpuint(qrdma_t_qom_get(&t, "resources"), ==, 0);
+    qrdma_t_init(&t, obj, alloc, 4);
+    pd = qrdma_t_alloc_pd(&t, 0);
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, QRDMA_MW_TYPE_1, &mw2, NULL), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(alloc_mw(&t, 0, pd, QRDMA_MW_TYPE_1, &mw3, NULL), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_MW, 0, mw1), ==,
+                     QRDMA_STATUS_BAD_HANDLE);
+}
+
 /* Many resources, then a reset: all gone, and the device works again. */
 static void test_reset_frees_all(void *obj, void *data,
                                  QGuestAllocator *alloc)
@@ -763,7 +866,7 @@ static void qrdma_cmd_register_tests(void)
     QOSGraphTestOptions small = {
         .edge.extra_device_opts = "mac=52:54:00:12:34:56,max-qp=8,"
                                   "max-qp-wr=256,max-pd=4,max-mr-pages=16,"
-                                  "max-cqe=1024",
+                                  "max-cqe=1024,max-mw=2",
     };
 
     qos_add_test("cmd/before-enable", "qrdma", test_before_enable, NULL);
@@ -781,6 +884,7 @@ static void qrdma_cmd_register_tests(void)
     qos_add_test("cmd/cq", "qrdma", test_cq, &small);
     qos_add_test("cmd/srq", "qrdma", test_srq, NULL);
     qos_add_test("cmd/ah", "qrdma", test_ah, NULL);
+    qos_add_test("cmd/mw", "qrdma", test_mw, &small);
     qos_add_test("cmd/reset-frees-all", "qrdma", test_reset_frees_all, NULL);
     qos_add_test("cmd/reset-in-flight", "qrdma", test_reset_in_flight, NULL);
     qos_add_test("cmd/ring-not-ram", "qrdma", test_ring_not_ram, NULL);

@@ -1452,6 +1452,352 @@ static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
 }
 
+static uint32_t alloc_mw(Env *e, uint32_t pd, uint8_t type, uint32_t *handle)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_MW };
+    struct qrdma_cmpl cmpl;
+
+    cmd.alloc_mw.pd = cpu_to_le32(pd);
+    cmd.alloc_mw.type = type;
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    if (handle) {
+        *handle = le32_to_cpu(cmpl.handle);
+    }
+    return le32_to_cpu(cmpl.data[0]);
+}
+
+/* The next key of a window, as ibv_inc_rkey() makes it. */
+static uint32_t next_key(uint32_t key)
+{
+    return (key & ~0xffu) | ((key + 1) & 0xff);
+}
+
+static struct qrdma_sq_wqe wqe_bind(uint64_t wr_id, uint32_t key,
+                                    uint32_t lkey, uint64_t addr,
+                                    uint64_t len, uint32_t access)
+{
+    struct qrdma_sq_wqe w = {
+        .wr_id = wr_id,
+        .opcode = QRDMA_WR_BIND_MW,
+        .flags = QRDMA_WQE_F_SIGNALED,
+    };
+
+    w.bind_mw.key = cpu_to_le32(key);
+    w.bind_mw.mr_lkey = cpu_to_le32(lkey);
+    w.bind_mw.addr = cpu_to_le64(addr);
+    w.bind_mw.length = cpu_to_le64(len);
+    w.bind_mw.access = cpu_to_le32(access);
+    return w;
+}
+
+/* Post w on qp and expect its CQE. */
+static void run_wqe(Env *e, Qp *qp, struct qrdma_sq_wqe w, uint8_t opcode,
+                    uint8_t status)
+{
+    post_send(e, qp, &w);
+    expect_cqe(e, &e->cq, w.wr_id, qp->qpn, opcode, status);
+}
+
+/* LOCAL_INV of key on qp. */
+static void local_inv(Env *e, Qp *qp, uint64_t wr_id, uint32_t key,
+                      uint8_t status)
+{
+    struct qrdma_sq_wqe w = {
+        .wr_id = wr_id,
+        .opcode = QRDMA_WR_LOCAL_INV,
+        .flags = QRDMA_WQE_F_SIGNALED,
+        .imm_data = cpu_to_le32(key),
+    };
+
+    run_wqe(e, qp, w, QRDMA_WC_LOCAL_INV, status);
+}
+
+/* An RDMA WRITE or READ of len bytes at data offset 0, a to b via rkey. */
+static void rdma_via(Env *e, Qp *a, Qp *b, uint64_t wr_id, uint8_t opcode,
+                     uint32_t rkey, uint64_t addr, uint32_t len,
+                     uint8_t status)
+{
+    struct qrdma_sq_wqe w = wqe_sge(wr_id, opcode, e->data, len, e->lkey);
+
+    w.rdma.remote_addr = cpu_to_le64(addr);
+    w.rdma.rkey = cpu_to_le32(rkey);
+    run_wqe(e, a, w, opcode == QRDMA_WR_RDMA_READ ? QRDMA_WC_RDMA_READ :
+            QRDMA_WC_RDMA_WRITE, status);
+    if (status == QRDMA_WC_REM_ACCESS_ERR) {
+        expect_event(e, 0, QRDMA_EV_QP_ACCESS_ERR, b->qpn);
+    }
+}
+
+/*
+ * A fresh pair, and the type 2 window of *key invalidated (from a, any QP
+ * of the PD may) and bound again by b, under the next key.
+ */
+static void rebind2(Env *e, Qp *a, Qp *b, uint32_t *key, uint32_t mr)
+{
+    pair(e, a, b, QRDMA_QPT_RC, 0);
+    local_inv(e, a, 0x10, *key, QRDMA_WC_SUCCESS);
+    *key = next_key(*key);
+    run_wqe(e, b, wqe_bind(0x11, *key, mr, 0x10000100, 256,
+                           QRDMA_ACCESS_REMOTE_WRITE |
+                           QRDMA_ACCESS_LOCAL_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+}
+
+/* A bind on a fresh pair that fails with status (and takes a to ERR). */
+static void bind_fails(Env *e, struct qrdma_sq_wqe w, uint8_t status)
+{
+    uint64_t errors = qrdma_t_qom_get(&e->t, "guest-errors");
+    Qp a, b;
+
+    pair(e, &a, &b, QRDMA_QPT_RC, 0);
+    run_wqe(e, &a, w, QRDMA_WC_BIND_MW, status);
+    g_assert_cmpuint(qrdma_t_qom_get(&e->t, "guest-errors"), >, errors);
+    /* S31: the QP went to ERR; what follows is flushed */
+    rdma_via(e, &a, &b, 0x99, QRDMA_WR_RDMA_WRITE, e->lkey, e->data, 8,
+             QRDMA_WC_WR_FLUSH_ERR);
+}
+
+/* Type 2 windows: bound by a QP to a range of an MR, for that QP only. */
+static void test_mw_type2(void *obj, void *data, QGuestAllocator *alloc)
+{
+    uint32_t mr, rkey, key, handle;
+    Qp a, b, c, d;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_assert_true(device_caps(&e) & QRDMA_DEV_CAP_MW);
+    /* data pages 10-11 at iova 0x10000000, no remote right of its own */
+    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
+                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    rkey = alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, &handle);
+
+    /* unbound: no access */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    rdma_via(&e, &a, &b, 1, QRDMA_WR_RDMA_WRITE, rkey, 0x10000100, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+
+    /* bound by b to 256 bytes at 0x10000100, remote write */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = next_key(rkey);
+    run_wqe(&e, &b, wqe_bind(2, key, mr, 0x10000100, 256,
+                             QRDMA_ACCESS_REMOTE_WRITE |
+                             QRDMA_ACCESS_LOCAL_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    write_data(&e, 0, "through a window");
+    rdma_via(&e, &a, &b, 3, QRDMA_WR_RDMA_WRITE, key, 0x10000108, 17,
+             QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096 * 10 + 0x108, "through a window");
+    /* the last bytes of the window, then one byte past it */
+    rdma_via(&e, &a, &b, 4, QRDMA_WR_RDMA_WRITE, key, 0x100001f8, 8,
+             QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 5, QRDMA_WR_RDMA_WRITE, key, 0x100001f9, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+
+    /* the window's old key, a right it lacks, the MR's own key */
+    rebind2(&e, &a, &b, &key, mr);
+    rdma_via(&e, &a, &b, 6, QRDMA_WR_RDMA_WRITE, rkey, 0x10000100, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    rebind2(&e, &a, &b, &key, mr);
+    rdma_via(&e, &a, &b, 7, QRDMA_WR_RDMA_READ, key, 0x10000100, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    rebind2(&e, &a, &b, &key, mr);
+    rdma_via(&e, &a, &b, 8, QRDMA_WR_RDMA_WRITE, mr, 0x10000100, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+
+    /* type 2B: through another QP of the PD, no access */
+    rebind2(&e, &a, &b, &key, mr);
+    pair(&e, &c, &d, QRDMA_QPT_RC, 0);
+    rdma_via(&e, &c, &d, 9, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    /* windows are for remote access: as an lkey it fails */
+    {
+        struct qrdma_sq_wqe w = wqe_sge(10, QRDMA_WR_RDMA_WRITE, 0x10000100,
+                                        8, key);
+
+        w.rdma.remote_addr = cpu_to_le64(e.data);
+        w.rdma.rkey = cpu_to_le32(e.lkey);
+        run_wqe(&e, &b, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_LOC_PROT_ERR);
+    }
+
+    /* bound already: a second bind fails, LOCAL_INV must come first */
+    rebind2(&e, &a, &b, &key, mr);
+    run_wqe(&e, &b, wqe_bind(11, next_key(key), mr, 0x10000000, 8,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_MW_BIND_ERR);
+
+    /* SEND_WITH_INV from the peer invalidates it at b */
+    rebind2(&e, &a, &b, &key, mr);
+    post_recv(&e, &b, 12, e.data + 8192, 64, e.lkey);
+    {
+        struct qrdma_sq_wqe w = wqe_sge(13, QRDMA_WR_SEND_WITH_INV, e.data,
+                                        4, e.lkey);
+        struct qrdma_cqe cqe;
+
+        w.imm_data = cpu_to_le32(key);
+        post_send(&e, &a, &w);
+        g_assert_true(poll_cq(&e, &e.cq, &cqe));
+        g_assert_cmphex(cqe.wr_id, ==, 12);
+        g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
+        g_assert_true(cqe.flags & QRDMA_CQE_F_WITH_INV);
+        g_assert_cmphex(le32_to_cpu(cqe.imm_data), ==, key);
+        expect_cqe(&e, &e.cq, 13, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    }
+    rdma_via(&e, &a, &b, 14, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+
+    /* destroying its QP unbinds it: a bind needs no LOCAL_INV then */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = next_key(key);
+    run_wqe(&e, &b, wqe_bind(15, key, mr, 0x10000100, 256,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
+                     ==, QRDMA_STATUS_OK);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = next_key(key);
+    run_wqe(&e, &b, wqe_bind(16, key, mr, 0x10000100, 256,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 17, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
+             QRDMA_WC_SUCCESS);
+
+    /* deallocated while bound: gone */
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEALLOC_MW, 0, handle),
+                     ==, QRDMA_STATUS_OK);
+    rdma_via(&e, &a, &b, 18, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    expect_no_cqe(&e, &e.cq);
+}
+
+/*
+ * Type 1 windows: the PD's, usable through any of its QPs, rebound at
+ * will, unbound by a bind of length 0 or when their MR goes; and every
+ * bind the device refuses.
+ */
+static void test_mw_type1(void *obj, void *data, QGuestAllocator *alloc)
+{
+    uint32_t mr, rkey, key, key2, no_bind, no_lw, pd2;
+    struct qrdma_sq_wqe w;
+    Qp a, b, u;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
+                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    rkey = alloc_mw(&e, e.pd, QRDMA_MW_TYPE_1, NULL);
+    key2 = next_key(alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, NULL));
+
+    /* bound on a, used through b as responder: the whole MR, both ways */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = next_key(rkey);
+    run_wqe(&e, &a, wqe_bind(1, key, mr, 0x10000000, 8192,
+                             QRDMA_ACCESS_REMOTE_WRITE |
+                             QRDMA_ACCESS_REMOTE_READ),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    write_data(&e, 0, "type one");
+    rdma_via(&e, &a, &b, 2, QRDMA_WR_RDMA_WRITE, key, 0x10001ff0, 9,
+             QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096 * 11 + 0xff0, "type one");
+    rdma_via(&e, &b, &a, 3, QRDMA_WR_RDMA_READ, key, 0x10000000, 16,
+             QRDMA_WC_SUCCESS);
+
+    /* rebound while bound, read only: the old key is dead */
+    run_wqe(&e, &b, wqe_bind(4, next_key(key), mr, 0x10000000, 64,
+                             QRDMA_ACCESS_REMOTE_READ),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 5, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    key = next_key(key);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    rdma_via(&e, &a, &b, 6, QRDMA_WR_RDMA_READ, key, 0x10000000, 64,
+             QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 7, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+
+    /* LOCAL_INV is for type 2; a bind of length 0 unbinds type 1 */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    local_inv(&e, &a, 8, key, QRDMA_WC_LOC_PROT_ERR);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    run_wqe(&e, &a, wqe_bind(9, next_key(key), 0, 0, 0, 0),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 10, QRDMA_WR_RDMA_READ, next_key(key), 0x10000000,
+             8, QRDMA_WC_REM_ACCESS_ERR);
+    key = next_key(key);
+
+    /* the MR goes: the window bound to it gives no access */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = next_key(key);
+    run_wqe(&e, &a, wqe_bind(11, key, mr, 0x10000000, 8192,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEREG_MR, 0, mr), ==,
+                     QRDMA_STATUS_OK);
+    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
+                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    rdma_via(&e, &a, &b, 12, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+
+    /* refused binds: MW_BIND_ERR, traced and logged */
+    key = next_key(key);
+    no_bind = reg_mr(&e, e.pd, 4096 * 12, 4096,
+                     QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE);
+    no_lw = reg_mr(&e, e.pd, 4096 * 13, 4096,
+                   QRDMA_ACCESS_MW_BIND | QRDMA_ACCESS_REMOTE_READ);
+    bind_fails(&e, wqe_bind(20, key, no_bind, 0x10000000, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(21, key, no_lw, 0x10000000, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(22, key, no_lw, 0x10000000, 8,
+                            QRDMA_ACCESS_REMOTE_ATOMIC), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(23, key, mr, 0x10001ff8, 16,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(24, key, mr, 0x0fffffff, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    /* bit 5, zero-based, and an unknown bit */
+    bind_fails(&e, wqe_bind(25, key, mr, 0x10000000, 8, 1u << 5),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(26, key, mr, 0x10000000, 8, 1u << 9),
+               QRDMA_WC_MW_BIND_ERR);
+    /* keys that name no window: slot, high bits, an MR's key */
+    bind_fails(&e, wqe_bind(27, QRDMA_KEY_MW | 0x7fff00, mr, 0x10000000, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(28, key | 0x01000000, mr, 0x10000000, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(29, mr, mr, 0x10000000, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    /* an MR key with the wrong key byte, the local DMA key */
+    bind_fails(&e, wqe_bind(30, key, mr ^ 1, 0x10000000, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, wqe_bind(31, key, QRDMA_LOCAL_DMA_LKEY, e.data, 8,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    /* type 2 needs a range */
+    bind_fails(&e, wqe_bind(32, key2, mr, 0x10000000, 0,
+                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    /* a window of another PD */
+    pd2 = qrdma_t_alloc_pd(&e.t, 0);
+    bind_fails(&e, wqe_bind(33, next_key(alloc_mw(&e, pd2, QRDMA_MW_TYPE_1,
+                                                  NULL)),
+                            mr, 0x10000000, 8, QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
+    /* read over an MR without local write is fine */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    run_wqe(&e, &a, wqe_bind(34, key, no_lw, 0x10000000, 4096,
+                             QRDMA_ACCESS_REMOTE_READ),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+
+    /* inline, and UD QPs, take no bind */
+    w = wqe_bind(35, key, mr, 0x10000000, 8, QRDMA_ACCESS_REMOTE_WRITE);
+    w.flags |= QRDMA_WQE_F_INLINE;
+    run_wqe(&e, &a, w, QRDMA_WC_BIND_MW, QRDMA_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(create_qp(&e, &u, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &u, 0);
+    to_rts(&e, &u, 0);
+    run_wqe(&e, &u, wqe_bind(36, key, mr, 0x10000000, 8,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_LOC_QP_OP_ERR);
+    expect_no_cqe(&e, &e.cq);
+}
+
 /* Two qrdma devices of one QEMU: routed by destination GID and QPN. */
 static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -1782,6 +2128,8 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/rnr", "qrdma", test_rnr, NULL);
     qos_add_test("dp/events", "qrdma", test_events, NULL);
     qos_add_test("dp/fast-reg", "qrdma", test_fast_reg, NULL);
+    qos_add_test("dp/mw-type2", "qrdma", test_mw_type2, NULL);
+    qos_add_test("dp/mw-type1", "qrdma", test_mw_type1, NULL);
     qos_add_test("dp/two-devices", "qrdma", test_two_devices,
                  &(QOSGraphTestOptions) {
         .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
