@@ -1798,6 +1798,116 @@ static void test_mw_type1(void *obj, void *data, QGuestAllocator *alloc)
     expect_no_cqe(&e, &e.cq);
 }
 
+/* A fast registration of 2 pages (data pages 12-13) at iova 0x50000000. */
+static struct qrdma_sq_wqe wqe_fast_reg(Env *e, uint64_t wr_id, uint32_t key,
+                                        uint32_t access)
+{
+    uint64_t pages[2] = { e->data + 4096 * 12, e->data + 4096 * 13 };
+    struct qrdma_sq_wqe w = {
+        .wr_id = wr_id,
+        .opcode = QRDMA_WR_REG_MR,
+        .flags = QRDMA_WQE_F_SIGNALED,
+    };
+
+    w.reg_mr.iova = cpu_to_le64(0x50000000);
+    w.reg_mr.length = cpu_to_le64(8192);
+    w.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages, 2));
+    w.reg_mr.key = cpu_to_le32(key);
+    w.reg_mr.access = cpu_to_le32(access);
+    w.reg_mr.npages = cpu_to_le32(2);
+    w.reg_mr.page_shift = 12;
+    return w;
+}
+
+/*
+ * Windows on UC QPs, atomics through a window, and a fast registration MR
+ * that is invalidated or registered again taking its windows with it.
+ */
+static void test_mw_more(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_MR };
+    uint32_t mr, key, fr, w1;
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
+                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+
+    /* UC binds type 2 windows and writes through them */
+    pair(&e, &a, &b, QRDMA_QPT_UC, 0);
+    key = next_key(alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, NULL));
+    run_wqe(&e, &b, wqe_bind(1, key, mr, 0x10000000, 64,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    write_data(&e, 0, "uc window");
+    rdma_via(&e, &a, &b, 2, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 10,
+             QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096 * 10, "uc window");
+
+    /* an atomic through a window with the atomic right, and without */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w1 = next_key(alloc_mw(&e, e.pd, QRDMA_MW_TYPE_1, NULL));
+    run_wqe(&e, &a, wqe_bind(3, w1, mr, 0x10001000, 4096,
+                             QRDMA_ACCESS_REMOTE_ATOMIC),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qtest_writeq(e.t.qts, e.data + 4096 * 11 + 8, 40);
+    w = wqe_sge(4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + 4096 * 9, 8,
+                e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(0x10001008);
+    w.rdma.rkey = cpu_to_le32(w1);
+    w.rdma.compare_add = cpu_to_le64(2);
+    run_wqe(&e, &a, w, QRDMA_WC_FETCH_ADD, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 11 + 8), ==, 42);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 9), ==, 40);
+    rdma_via(&e, &a, &b, 5, QRDMA_WR_RDMA_WRITE, w1, 0x10001008, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+
+    /* a fast registration MR with the bind right */
+    cmd.alloc_mr.pd = cpu_to_le32(e.pd);
+    cmd.alloc_mr.max_pages = cpu_to_le32(2);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    fr = (le32_to_cpu(cmpl.handle) & ~0xffu) | 0x42;
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    run_wqe(&e, &a, wqe_fast_reg(&e, 6, fr, QRDMA_ACCESS_LOCAL_WRITE |
+                                 QRDMA_ACCESS_MW_BIND),
+            QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    w1 = next_key(w1);
+    run_wqe(&e, &a, wqe_bind(7, w1, fr, 0x50001000, 4096,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    write_data(&e, 0, "fast window");
+    rdma_via(&e, &a, &b, 8, QRDMA_WR_RDMA_WRITE, w1, 0x50001000, 12,
+             QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096 * 13, "fast window");
+    /*
+     * Invalidating the MR unbinds the window: it stays unbound once the
+     * MR is registered again.  Registering it again unbinds it too.
+     */
+    local_inv(&e, &a, 9, fr, QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 10, QRDMA_WR_RDMA_WRITE, w1, 0x50001000, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    run_wqe(&e, &a, wqe_fast_reg(&e, 10, fr, QRDMA_ACCESS_LOCAL_WRITE |
+                                 QRDMA_ACCESS_MW_BIND),
+            QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 11, QRDMA_WR_RDMA_WRITE, w1, 0x50001000, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w1 = next_key(w1);
+    run_wqe(&e, &a, wqe_bind(12, w1, fr, 0x50000000, 8192,
+                             QRDMA_ACCESS_REMOTE_WRITE),
+            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    run_wqe(&e, &a, wqe_fast_reg(&e, 13, fr, QRDMA_ACCESS_LOCAL_WRITE |
+                                 QRDMA_ACCESS_MW_BIND),
+            QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 14, QRDMA_WR_RDMA_WRITE, w1, 0x50000000, 8,
+             QRDMA_WC_REM_ACCESS_ERR);
+    expect_no_cqe(&e, &e.cq);
+}
+
 /* Two qrdma devices of one QEMU: routed by destination GID and QPN. */
 static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -2130,6 +2240,7 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/fast-reg", "qrdma", test_fast_reg, NULL);
     qos_add_test("dp/mw-type2", "qrdma", test_mw_type2, NULL);
     qos_add_test("dp/mw-type1", "qrdma", test_mw_type1, NULL);
+    qos_add_test("dp/mw-more", "qrdma", test_mw_more, NULL);
     qos_add_test("dp/two-devices", "qrdma", test_two_devices,
                  &(QOSGraphTestOptions) {
         .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
