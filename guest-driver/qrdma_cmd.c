@@ -205,6 +205,7 @@ int qrdma_cmd_query_stats(struct qrdma_cmdq *cmdq,
 	stats->srq = le32_to_cpu(resp.srq);
 	stats->ah = le32_to_cpu(resp.ah);
 	stats->mcast = le32_to_cpu(resp.mcast);
+	stats->mw = le32_to_cpu(resp.mw);
 	return 0;
 }
 

@@ -82,6 +82,7 @@ struct qrdma_dev_stats {
 	u32 srq;
 	u32 ah;
 	u32 mcast;
+	u32 mw;
 };
 
 /* SET_GID */

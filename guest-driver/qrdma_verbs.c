@@ -2159,6 +2159,7 @@ enum qrdma_hw_stat {
 	QRDMA_STAT_UCTX,
 	QRDMA_STAT_PD,
 	QRDMA_STAT_MR,
+	QRDMA_STAT_MW,
 	QRDMA_STAT_CQ,
 	QRDMA_STAT_QP,
 	QRDMA_STAT_SRQ,
@@ -2185,6 +2186,7 @@ static const struct rdma_stat_desc qrdma_port_stat_descs[] = {
 	[QRDMA_STAT_UCTX].name = "live_uctx",
 	[QRDMA_STAT_PD].name = "live_pd",
 	[QRDMA_STAT_MR].name = "live_mr",
+	[QRDMA_STAT_MW].name = "live_mw",
 	[QRDMA_STAT_CQ].name = "live_cq",
 	[QRDMA_STAT_QP].name = "live_qp",
 	[QRDMA_STAT_SRQ].name = "live_srq",
@@ -2234,6 +2236,7 @@ int qrdma_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	v[QRDMA_STAT_UCTX] = ds.uctx;
 	v[QRDMA_STAT_PD] = ds.pd;
 	v[QRDMA_STAT_MR] = ds.mr;
+	v[QRDMA_STAT_MW] = ds.mw;
 	v[QRDMA_STAT_CQ] = ds.cq;
 	v[QRDMA_STAT_QP] = ds.qp;
 	v[QRDMA_STAT_SRQ] = ds.srq;

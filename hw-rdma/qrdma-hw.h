@@ -619,6 +619,8 @@ struct qrdma_stats {
     uint32_t srq;
     uint32_t ah;
     uint32_t mcast;
+    uint32_t mw;
+    uint32_t rsvd;
 };
 
 /*

@@ -541,6 +541,7 @@ static uint8_t qrdma_cmd_query_stats(QrdmaCore *core, uint32_t uctx,
         .srq = cpu_to_le32(core->srq_table.in_use),
         .ah = cpu_to_le32(core->ah_table.in_use),
         .mcast = cpu_to_le32(core->mcast_table.in_use),
+        .mw = cpu_to_le32(core->mw_table.in_use),
     };
 
     return qrdma_reply(core, &cmd->query, &s, sizeof(s));

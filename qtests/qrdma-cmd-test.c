@@ -633,6 +633,7 @@ static uint8_t alloc_mw(QrdmaT *t, uint32_t uctx, uint32_t pd, uint8_t type,
 static void test_mw(void *obj, void *data, QGuestAllocator *alloc)
 {
     uint32_t uctx, upd, pd, mw1, mw2, mw3, rkey1, rkey2, stale;
+    struct qrdma_stats stats;
     QrdmaT t;
 
     qrdma_t_init(&t, obj, alloc, 4);
@@ -659,6 +660,10 @@ static void test_mw(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(rkey2 & 0xff000000, ==, QRDMA_KEY_MW);
     g_assert_cmphex(rkey1 >> 8, !=, rkey2 >> 8);
     g_assert_cmpuint(qrdma_t_qom_get(&t, "resources"), ==, 5);
+    g_assert_cmpuint(query(&t, QRDMA_CMD_QUERY_STATS, 0, &stats,
+                           sizeof(stats)), ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(le32_to_cpu(stats.mw), ==, 2);
+    g_assert_cmpuint(le32_to_cpu(stats.mr), ==, 0);
     /* max-mw=2 */
     g_assert_cmpuint(alloc_mw(&t, 0, pd, QRDMA_MW_TYPE_2, &mw3, NULL), ==,
                      QRDMA_STATUS_NO_RESOURCES);
