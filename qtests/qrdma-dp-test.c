@@ -41,6 +41,7 @@ typedef struct Env {
     uint32_t pd;
     uint64_t data;                      /* DATA_PAGES of guest memory */
     uint32_t lkey;                      /* all access rights on data */
+    uint32_t rkey;                      /* the same MR's rkey */
     Cq cq;
     uint64_t eq0;
     uint32_t eq0_ci;
@@ -125,6 +126,7 @@ static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
     cmd.reg_mr.page_shift = 12;
     g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
     e->lkey = le32_to_cpu(cmpl.handle);
+    e->rkey = le32_to_cpu(cmpl.data[0]);
 
     g_assert_cmpuint(create_cq(e, &e->cq, 7, 1), ==, QRDMA_STATUS_OK);
 }
@@ -1969,6 +1971,119 @@ static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /* DEVICE_FATAL: the command ring vanishes from under the device. */
+/*
+ * Seeded random WQEs (QRDMA_FUZZ_SEED replays one run): bytes at random,
+ * then opcode, flags, SGE count, keys and addresses set near the valid
+ * ones, on RC and UC pairs, with random receive WQEs on the other
+ * side.  For any of them the contract holds: what completes does so with
+ * a status of the spec, both QPs still destroy, the device stays ready,
+ * and a reset frees everything.
+ */
+static uint64_t fuzz_near(GRand *r, Env *e, uint64_t valid)
+{
+    switch (g_rand_int_range(r, 0, 16)) {
+    case 0:
+        return (uint64_t)g_rand_int(r) << 32 | g_rand_int(r);
+    case 1:
+        return valid + g_rand_int_range(r, -64, 64);
+    case 2:
+        return e->data + g_rand_int_range(r, 0, DATA_PAGES * 4096 + 64);
+    default:
+        return valid;
+    }
+}
+
+static void fuzz_sq_wqe(GRand *r, Env *e, uint8_t *slot)
+{
+    static const uint8_t ops[] = {
+        QRDMA_WR_RDMA_WRITE, QRDMA_WR_RDMA_WRITE_WITH_IMM, QRDMA_WR_SEND,
+        QRDMA_WR_SEND_WITH_IMM, QRDMA_WR_RDMA_READ,
+        QRDMA_WR_ATOMIC_CMP_AND_SWP, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
+        QRDMA_WR_LOCAL_INV, QRDMA_WR_BIND_MW, QRDMA_WR_SEND_WITH_INV,
+        QRDMA_WR_FLUSH, QRDMA_WR_ATOMIC_WRITE, QRDMA_WR_REG_MR,
+    };
+    struct qrdma_sq_wqe *w = (struct qrdma_sq_wqe *)slot;
+    unsigned i;
+
+    /*
+     * An error ends the QP's run (the rest is flushed): most WQEs start
+     * from zeros with fields near the valid ones, to get past the first.
+     */
+    memset(slot, 0, QRDMA_SQ_WQE_SIZE);
+    for (i = 0; !g_rand_int_range(r, 0, 8) && i < QRDMA_SQ_WQE_SIZE;) {
+        uint32_t v = g_rand_int(r);
+
+        memcpy(slot + i, &v, 4);
+        i += 4;
+    }
+    w->wr_id = g_rand_int(r);
+    w->opcode = g_rand_int_range(r, 0, 16) ?
+                ops[g_rand_int_range(r, 0, G_N_ELEMENTS(ops))] : g_rand_int(r);
+    w->flags = g_rand_int_range(r, 0, 8) ? QRDMA_WQE_F_SIGNALED :
+               g_rand_int(r);
+    w->num_sge = g_rand_int_range(r, 0, 8) ? 1 : g_rand_int_range(r, 0, 40);
+    w->imm_data = g_rand_int(r);
+    if (w->flags & QRDMA_WQE_F_INLINE) {
+        w->inline_len = cpu_to_le32(fuzz_near(r, e, 32));
+    }
+    for (i = 0; i < 3; i++) {
+        w->sge[i].addr = cpu_to_le64(fuzz_near(r, e, e->data + i * 4096));
+        w->sge[i].length = cpu_to_le32(fuzz_near(r, e, 64));
+        w->sge[i].lkey = cpu_to_le32(fuzz_near(r, e, e->lkey));
+    }
+    w->rdma.remote_addr = cpu_to_le64(fuzz_near(r, e, e->data + 8192));
+    w->rdma.rkey = cpu_to_le32(fuzz_near(r, e, e->rkey));
+}
+
+static void test_fuzz_wqes(void *obj, void *data, QGuestAllocator *alloc)
+{
+    /* UD's own checks (AH, Q_Key) have their targeted tests. */
+    static const uint8_t types[] = { QRDMA_QPT_RC, QRDMA_QPT_UC };
+    const char *seed_env = g_getenv("QRDMA_FUZZ_SEED");
+    guint32 seed = seed_env ? g_ascii_strtoull(seed_env, NULL, 0) :
+                   0x71726d61;
+    GRand *r = g_rand_new_with_seed(seed);
+    unsigned round, i, cqes = 0, failed = 0;
+    uint8_t slot[QRDMA_SQ_WQE_SIZE];
+    struct qrdma_cqe cqe;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_test_message("QRDMA_FUZZ_SEED=%#x", seed);
+    for (round = 0; round < 32; round++) {
+        /* rnr_retry 0: a send without a receive fails rather than waits. */
+        pair(&e, &a, &b, types[round % G_N_ELEMENTS(types)], 0);
+        for (i = 0; i < 8; i++) {
+            post_recv(&e, &b, i, fuzz_near(r, &e, e.data + i * 512),
+                      fuzz_near(r, &e, 512), fuzz_near(r, &e, e.lkey));
+        }
+        for (i = 0; i < 8; i++) {
+            fuzz_sq_wqe(r, &e, slot);
+            qtest_memwrite(e.t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
+                           slot, sizeof(slot));
+            a.sq_pi++;
+            ring_db(&e, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+        }
+        while (poll_cq(&e, &e.cq, &cqe)) {
+            cqes++;
+            failed += cqe.status != QRDMA_WC_SUCCESS;
+            g_assert_cmpuint(cqe.status, <=, QRDMA_WC_GENERAL_ERR);
+        }
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0,
+                                         a.qpn), ==, QRDMA_STATUS_OK);
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0,
+                                         b.qpn), ==, QRDMA_STATUS_OK);
+        g_assert_cmphex(qrdma_t_readl(&e.t, QRDMA_REG_DEV_STATUS), ==,
+                        QRDMA_DEV_STATUS_READY);
+    }
+    g_test_message("%u CQEs, %u of them errors", cqes, failed);
+    g_assert_cmpuint(cqes, >, 0);
+    qrdma_t_writel(&e.t, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "resources"), ==, 0);
+    g_rand_free(r);
+}
+
 static void test_device_fatal(void *obj, void *data, QGuestAllocator *alloc)
 {
     Env e;
@@ -2246,6 +2361,7 @@ static void qrdma_dp_register_tests(void)
         .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
     });
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
+    qos_add_test("fuzz/wqes", "qrdma", test_fuzz_wqes, NULL);
     qos_add_test("bench/write-throughput", "qrdma", test_bench_write, NULL);
     qos_add_test("bench/small-wqe", "qrdma", test_bench_small, NULL);
 }
