@@ -5,8 +5,9 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
- * Doorbells only record indices; the work runs in a bottom half, one WQE
- * at a time, each copied once out of guest memory before it is checked.
+ * A send doorbell runs a few WQEs at once; all else, and more than a few,
+ * runs in a bottom half, one WQE at a time, each copied once out of guest
+ * memory before it is checked.
  * The fabric is loopback: between QPs of one device and between the qrdma
  * devices of one QEMU process, routed by destination GID and QPN, with the
  * transport semantics of RC, UC and UD applied as if packets had flowed.
@@ -1507,10 +1508,9 @@ complete:
     return true;
 }
 
-static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp)
+/* Run up to budget WQEs of qp; what is left waits for the bottom half. */
+static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget)
 {
-    uint32_t budget = 1u << qp->sq_log2;
-
     while (qp->sq_ci != qp->sq_pi && budget--) {
         if (qp->state == QRDMA_QPS_ERR || qp->state == QRDMA_QPS_SQE) {
             qrdma_flush_sq(core, qp);
@@ -1525,7 +1525,7 @@ static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp)
     }
     if (qp->sq_ci != qp->sq_pi && qp->state == QRDMA_QPS_RTS &&
         !qp->queued) {
-        /* More than a ring's worth: come back later, others go first. */
+        /* More than its turn's worth: come back later, others go first. */
         qp->queued = true;
         QSIMPLEQ_INSERT_TAIL(&core->work, qp, next);
         qemu_bh_schedule(core->dp_bh);
@@ -1546,7 +1546,7 @@ static void qrdma_dp_run(void *opaque)
         more = qp != last;
         QSIMPLEQ_REMOVE_HEAD(&core->work, next);
         qp->queued = false;
-        qrdma_process_sq(core, qp);
+        qrdma_process_sq(core, qp, 1u << qp->sq_log2);
         if (qp->state == QRDMA_QPS_ERR) {
             qrdma_flush_rq(core, qp);
         }
@@ -1573,8 +1573,27 @@ static void qrdma_qp_kick(QrdmaCore *core, QrdmaQp *qp)
         qp->queued = true;
         QSIMPLEQ_INSERT_TAIL(&core->work, qp, next);
     }
-    /* The WQEs run in the main loop, not in the doorbell write. */
     qemu_bh_schedule(core->dp_bh);
+}
+
+/*
+ * A send doorbell runs a few WQEs at once, in the doorbell write, as a
+ * NIC starts on a doorbell without waiting: a bottom half costs a trip
+ * through the main loop, which was most of a small message's latency.
+ * Only when nothing is queued, so no QP overtakes work queued before it;
+ * the rest of a long post list goes to the bottom half, which shares the
+ * main loop with the rest of QEMU.
+ */
+#define QRDMA_DB_INLINE_WQES 8
+
+static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
+{
+    if (qp->queued || !QSIMPLEQ_EMPTY(&core->work) ||
+        qp->state != QRDMA_QPS_RTS) {
+        qrdma_qp_kick(core, qp);
+        return;
+    }
+    qrdma_process_sq(core, qp, QRDMA_DB_INLINE_WQES);
 }
 
 static void qrdma_rnr_expired(void *opaque)
@@ -1640,8 +1659,10 @@ void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
         } else {
             qp->rq_pi = index;
         }
-        /* S35: WRs posted in ERR complete at once, flushed. */
-        if (sq || qp->state == QRDMA_QPS_ERR) {
+        if (sq) {
+            qrdma_qp_sq_doorbell(core, qp);
+        } else if (qp->state == QRDMA_QPS_ERR) {
+            /* S35: WRs posted in ERR complete at once, flushed. */
             qrdma_qp_kick(core, qp);
         }
         return;
