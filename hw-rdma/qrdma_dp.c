@@ -976,33 +976,61 @@ static bool qrdma_remote_span(QrdmaCore *dc, QrdmaQp *dst,
     return true;
 }
 
+/*
+ * The 8 aligned bytes at the responder that an atomic targets, mapped
+ * for one access as a whole (a PCIe AtomicOp is one); NULL and *rx the
+ * error when the address or the rights do not allow it.
+ */
+static uint64_t *qrdma_atomic_map(QrdmaCore *dc, QrdmaQp *dst,
+                                  const struct qrdma_sq_wqe *wqe,
+                                  uint32_t access, dma_addr_t *plen,
+                                  QrdmaRxResult *rx)
+{
+    AddressSpace *as = pci_get_address_space(dc->owner);
+    uint64_t gpa, room;
+    QrdmaIter rit;
+    uint64_t *p;
+
+    if (!QEMU_IS_ALIGNED(le64_to_cpu(wqe->rdma.remote_addr), 8)) {
+        *rx = QRDMA_RX_INV_REQ;
+        return NULL;
+    }
+    *rx = QRDMA_RX_ACCESS;
+    if (!qrdma_remote_span(dc, dst, wqe, 8, access, &rit)) {
+        return NULL;
+    }
+    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
+    *plen = 8;
+    p = dma_memory_map(as, gpa, plen, DMA_DIRECTION_FROM_DEVICE,
+                       MEMTXATTRS_UNSPECIFIED);
+    if (p && *plen < 8) {
+        dma_memory_unmap(as, p, *plen, DMA_DIRECTION_FROM_DEVICE, 0);
+        p = NULL;
+    }
+    return p;
+}
+
+static void qrdma_atomic_unmap(QrdmaCore *dc, uint64_t *p, dma_addr_t plen)
+{
+    dma_memory_unmap(pci_get_address_space(dc->owner), p, plen,
+                     DMA_DIRECTION_FROM_DEVICE, 8);
+}
+
 static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
                                   const struct qrdma_sq_wqe *wqe,
                                   QrdmaIter *local, QrdmaCore *dc,
                                   QrdmaQp *dst)
 {
-    AddressSpace *as = pci_get_address_space(dc->owner);
-    uint64_t gpa, room, orig;
-    dma_addr_t plen = 8;
-    QrdmaIter rit;
-    uint64_t *p;
+    uint64_t orig;
     QrdmaIter oi = { .host = (uint8_t *)&orig, .host_len = 8 };
+    QrdmaRxResult rx;
+    dma_addr_t plen;
+    uint64_t *p;
 
-    if (!QEMU_IS_ALIGNED(le64_to_cpu(wqe->rdma.remote_addr), 8)) {
-        return QRDMA_RX_INV_REQ;
-    }
-    if (!qrdma_remote_span(dc, dst, wqe, 8, QRDMA_ACCESS_REMOTE_ATOMIC,
-                           &rit)) {
-        return QRDMA_RX_ACCESS;
-    }
-    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
-    p = dma_memory_map(as, gpa, &plen, DMA_DIRECTION_FROM_DEVICE,
-                       MEMTXATTRS_UNSPECIFIED);
-    if (!p || plen < 8) {
-        if (p) {
-            dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 0);
-        }
-        return QRDMA_RX_ACCESS;
+    p = qrdma_atomic_map(dc, dst, wqe, QRDMA_ACCESS_REMOTE_ATOMIC, &plen,
+                         &rx);
+    if (!p) {
+        return rx;
     }
     /* Atomic against the guest's own CPUs too, as a PCIe AtomicOp is. */
     if (wqe->opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP) {
@@ -1020,7 +1048,7 @@ static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
         } while (qatomic_cmpxchg__nocheck(p, old, new) != old);
         orig = old;
     }
-    dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+    qrdma_atomic_unmap(dc, p, plen);
     return qrdma_copy(dc, &oi, core, local, 8) ? QRDMA_RX_OK : QRDMA_RX_PROT;
 }
 
@@ -1031,31 +1059,18 @@ static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
 static QrdmaRxResult qrdma_atomic_write(QrdmaCore *dc, QrdmaQp *dst,
                                         const struct qrdma_sq_wqe *wqe)
 {
-    AddressSpace *as = pci_get_address_space(dc->owner);
-    dma_addr_t plen = 8;
-    uint64_t gpa, room;
-    QrdmaIter rit;
+    QrdmaRxResult rx;
+    dma_addr_t plen;
     uint64_t *p;
 
-    if (!QEMU_IS_ALIGNED(le64_to_cpu(wqe->rdma.remote_addr), 8)) {
-        return QRDMA_RX_INV_REQ;
-    }
-    if (!qrdma_remote_span(dc, dst, wqe, 8, QRDMA_ACCESS_REMOTE_WRITE,
-                           &rit)) {
-        return QRDMA_RX_ACCESS;
-    }
-    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
-    p = dma_memory_map(as, gpa, &plen, DMA_DIRECTION_FROM_DEVICE,
-                       MEMTXATTRS_UNSPECIFIED);
-    if (!p || plen < 8) {
-        if (p) {
-            dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 0);
-        }
-        return QRDMA_RX_ACCESS;
+    p = qrdma_atomic_map(dc, dst, wqe, QRDMA_ACCESS_REMOTE_WRITE, &plen,
+                         &rx);
+    if (!p) {
+        return rx;
     }
     /* The bytes as the consumer gave them: no byte order applies. */
     qatomic_set__nocheck(p, wqe->rdma.compare_add);
-    dma_memory_unmap(as, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+    qrdma_atomic_unmap(dc, p, plen);
     return QRDMA_RX_OK;
 }
 
