@@ -1787,6 +1787,28 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * The ring a user SRQ's udata names, at create and at resize: its size
+ * checked against the WRs asked for and the device's limit, its pages
+ * pinned and listed for the device.
+ */
+static struct ib_umem *qrdma_srq_uring(struct qrdma_dev *dev, const char *verb,
+				       u32 comp_mask, u32 entries, u64 ring_va,
+				       u32 max_wr, u32 *log2_entries,
+				       u32 *npages, struct qrdma_page_list *pl)
+{
+	if (comp_mask) {
+		ibdev_dbg(&dev->ibdev, "unknown %s comp_mask %#x\n", verb,
+			  comp_mask);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!qrdma_ring_entries_ok(dev, entries, max_wr, dev->attr.max_srq_wr))
+		return ERR_PTR(-EINVAL);
+	*log2_entries = ilog2(entries);
+	*npages = qrdma_ring_pages(*log2_entries, QRDMA_RQ_WQE_SIZE);
+	return qrdma_uring_get(dev, ring_va, *npages, pl);
+}
+
 int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init_attr,
 		     struct ib_udata *udata)
 {
@@ -1824,19 +1846,10 @@ int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init_attr,
 				     sizeof(cmd));
 		if (err)
 			return err;
-		if (cmd.comp_mask) {
-			ibdev_dbg(&dev->ibdev, "unknown create_srq comp_mask %#x\n",
-				  cmd.comp_mask);
-			return -EOPNOTSUPP;
-		}
-		if (!qrdma_ring_entries_ok(dev, cmd.entries, attr->max_wr,
-					   dev->attr.max_srq_wr))
-			return -EINVAL;
-		params.log2_entries = ilog2(cmd.entries);
-		params.npages = qrdma_ring_pages(params.log2_entries,
-						 QRDMA_RQ_WQE_SIZE);
-		srq->umem = qrdma_uring_get(dev, cmd.ring_va, params.npages,
-					    &pl);
+		srq->umem = qrdma_srq_uring(dev, "create_srq", cmd.comp_mask,
+					    cmd.entries, cmd.ring_va,
+					    attr->max_wr, &params.log2_entries,
+					    &params.npages, &pl);
 		if (IS_ERR(srq->umem)) {
 			err = PTR_ERR(srq->umem);
 			srq->umem = NULL;
@@ -1954,18 +1967,9 @@ static int qrdma_resize_user_srq(struct qrdma_dev *dev, struct qrdma_srq *srq,
 			     sizeof(cmd));
 	if (err)
 		return err;
-	if (cmd.comp_mask) {
-		ibdev_dbg(&dev->ibdev, "unknown modify_srq comp_mask %#x\n",
-			  cmd.comp_mask);
-		return -EOPNOTSUPP;
-	}
-	if (!qrdma_ring_entries_ok(dev, cmd.entries, params->max_wr,
-				   dev->attr.max_srq_wr))
-		return -EINVAL;
-	params->log2_entries = ilog2(cmd.entries);
-	params->npages = qrdma_ring_pages(params->log2_entries,
-					  QRDMA_RQ_WQE_SIZE);
-	umem = qrdma_uring_get(dev, cmd.ring_va, params->npages, &pl);
+	umem = qrdma_srq_uring(dev, "modify_srq", cmd.comp_mask, cmd.entries,
+			       cmd.ring_va, params->max_wr,
+			       &params->log2_entries, &params->npages, &pl);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 	params->pages_dma = pl.dma;
