@@ -20,6 +20,7 @@
 #include "qemu/atomic.h"
 #include "system/dma.h"
 #include "hw/pci/msix.h"
+#include "net/checksum.h"
 #include "qrdma.h"
 #include "qrdma_cmd.h"
 #include "trace.h"
@@ -819,14 +820,21 @@ static bool qrdma_take_recv(QrdmaCore *core, QrdmaQp *qp,
     return true;
 }
 
-static void qrdma_build_grh(QrdmaCore *core, uint8_t sgid_index,
+/*
+ * The GRH a UD receive gets: the IP header the message would have come
+ * with over RoCE v2, from the sender's address vector (hop limit, traffic
+ * class, flow label) and GID, as a consumer may read and check it.
+ */
+static void qrdma_build_grh(QrdmaCore *core, const struct qrdma_av *av,
                             const uint8_t *dgid, uint32_t payload,
                             uint8_t grh[QRDMA_GRH_SIZE], uint8_t *type)
 {
     /* The index was checked when the AV was set. */
-    const uint8_t *sgid = core->gid[sgid_index < QRDMA_GID_TABLE_LEN ?
-                                    sgid_index : 0].gid;
+    const uint8_t *sgid = core->gid[av->sgid_index < QRDMA_GID_TABLE_LEN ?
+                                    av->sgid_index : 0].gid;
     static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+    /* UDP, BTH and DETH before the payload, the ICRC after it. */
+    uint32_t l4_len = 8 + 12 + 8 + payload + 4;
 
     memset(grh, 0, QRDMA_GRH_SIZE);
     if (!memcmp(sgid, v4_prefix, 12)) {
@@ -834,17 +842,21 @@ static void qrdma_build_grh(QrdmaCore *core, uint8_t sgid_index,
         uint8_t *ip = grh + 20;
 
         ip[0] = 0x45;
-        stw_be_p(ip + 2, 20 + 8 + 12 + payload + 4);
-        ip[8] = 64;
+        ip[1] = av->traffic_class;
+        stw_be_p(ip + 2, 20 + l4_len);
+        ip[6] = 0x40;                   /* don't fragment */
+        ip[8] = av->hop_limit;
         ip[9] = 17;
         memcpy(ip + 12, sgid + 12, 4);
         memcpy(ip + 16, dgid + 12, 4);
+        stw_be_p(ip + 10, net_raw_checksum(ip, 20));
         *type = 1;
     } else {
-        stl_be_p(grh, 6u << 28);
-        stw_be_p(grh + 4, 8 + 12 + payload + 4);
+        stl_be_p(grh, 6u << 28 | (uint32_t)av->traffic_class << 20 |
+                      (le32_to_cpu(av->flow_label) & 0xfffff));
+        stw_be_p(grh + 4, l4_len);
         grh[6] = 17;
-        grh[7] = 64;
+        grh[7] = av->hop_limit;
         memcpy(grh + 8, sgid, 16);
         memcpy(grh + 24, dgid, 16);
         *type = 2;
@@ -901,8 +913,7 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
     if (ud) {
         QrdmaIter gi = { .host = grh, .host_len = sizeof(grh) };
 
-        qrdma_build_grh(core, av->sgid_index, dgid, len, grh,
-                        &cqe.network_hdr_type);
+        qrdma_build_grh(core, av, dgid, len, grh, &cqe.network_hdr_type);
         qrdma_copy(core, &gi, dc, &dit, sizeof(grh));
     }
     if (wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM &&

@@ -673,6 +673,21 @@ static void test_flush(void *obj, void *data, QGuestAllocator *alloc)
                      QRDMA_STATUS_BAD_PARAM);
 }
 
+/* The ones' complement sum of an IPv4 header: 0xffff if its checksum is. */
+static uint16_t ipv4_header_sum(const uint8_t *ip)
+{
+    uint32_t sum = 0;
+    int i;
+
+    for (i = 0; i < 20; i += 2) {
+        sum += ip[i] << 8 | ip[i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return sum;
+}
+
 static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
@@ -691,7 +706,8 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     to_rts(&e, &a, 0);
     to_rts(&e, &b, 0);
     cmd.create_ah.pd = cpu_to_le32(e.pd);
-    cmd.create_ah.av.hop_limit = 64;
+    cmd.create_ah.av.hop_limit = 17;
+    cmd.create_ah.av.traffic_class = 0x28;
     memcpy(cmd.create_ah.av.dgid,
            (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
@@ -710,10 +726,20 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(cqe.flags & QRDMA_CQE_F_GRH);
     g_assert_cmpuint(cqe.network_hdr_type, ==, 1);
     expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    /* the GRH: an IPv4 header in its last 20 bytes, then the payload */
+    /*
+     * The GRH: an IPv4 header in its last 20 bytes (the AH's TTL and
+     * traffic class, UDP, the length of UDP, BTH, DETH, payload and ICRC,
+     * a valid checksum), then the payload.
+     */
     qtest_memread(e.t.qts, e.data + 4096, grh, sizeof(grh));
     g_assert_cmphex(grh[20], ==, 0x45);
+    g_assert_cmphex(grh[21], ==, 0x28);
+    g_assert_cmpuint(grh[22] << 8 | grh[23], ==, 20 + 8 + 12 + 8 + 9 + 4);
+    g_assert_cmpuint(grh[28], ==, 17);
+    g_assert_cmpuint(grh[29], ==, 17);
+    g_assert_cmphex(ipv4_header_sum(grh + 20), ==, 0xffff);
     g_assert_cmpmem(grh + 32, 4, "\x0a\x00\x02\x0f", 4);
+    g_assert_cmpmem(grh + 36, 4, "\x0a\x00\x02\x0f", 4);
     expect_data(&e, 4096 + 40, "datagram");
 
     /* a wrong Q_Key, or no receive posted: dropped, the sender succeeds */
