@@ -4,7 +4,8 @@
  * S38 for kernel posts (ib_post_recv and ib_post_send on a full queue, or
  * with more SGEs than the QP's cap: ENOMEM or EINVAL, bad_wr the first WR
  * not posted, the ones before it posted) and ib_drain_qp on a connected
- * RC QP.  The QPs talk to themselves over the port's RoCE v2 GID.
+ * RC QP, and resizing a kernel SRQ with receives posted.  The QPs talk to
+ * themselves over the port's RoCE v2 GID.
  *
  * The module runs its tests when it finds the device (an ib_client) and
  * writes them to the kernel log as TAP, each line prefixed "qrdma-kverbs: ";
@@ -18,6 +19,7 @@
 #include <linux/completion.h>
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
@@ -86,20 +88,29 @@ static void kv_write_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&kv->write_done);
 }
 
-static struct ib_qp *kv_create_qp(struct kv_ctx *kv,
-				  struct ib_qp_init_attr *ia)
+/* An RC QP of send_wr sends, on srq or with an RQ of its own. */
+static struct ib_qp *kv_create_qp_on(struct kv_ctx *kv,
+				     struct ib_qp_init_attr *ia,
+				     struct ib_srq *srq, u32 send_wr)
 {
 	memset(ia, 0, sizeof(*ia));
 	ia->send_cq = kv->cq;
 	ia->recv_cq = kv->cq;
+	ia->srq = srq;
 	ia->qp_type = IB_QPT_RC;
 	/* Unsignaled WRs keep their slots until a signaled one completes. */
 	ia->sq_sig_type = IB_SIGNAL_REQ_WR;
-	ia->cap.max_send_wr = KV_QP_WR;
-	ia->cap.max_recv_wr = KV_QP_WR;
+	ia->cap.max_send_wr = send_wr;
+	ia->cap.max_recv_wr = srq ? 0 : KV_QP_WR;
 	ia->cap.max_send_sge = 1;
-	ia->cap.max_recv_sge = 1;
+	ia->cap.max_recv_sge = srq ? 0 : 1;
 	return ib_create_qp(kv->pd, ia);
+}
+
+static struct ib_qp *kv_create_qp(struct kv_ctx *kv,
+				  struct ib_qp_init_attr *ia)
+{
+	return kv_create_qp_on(kv, ia, NULL, KV_QP_WR);
 }
 
 static int kv_to_init(struct ib_qp *qp)
@@ -364,6 +375,104 @@ static void kv_drain(struct kv_ctx *kv)
 	ib_destroy_qp(qp);
 }
 
+/* Until the completions counted as ok reach want, or 10 s. */
+static bool kv_wait_ok(struct kv_ctx *kv, int want)
+{
+	int i;
+
+	for (i = 0; i < 1000 && atomic_read(&kv->done_ok) < want; i++)
+		msleep(10);
+	return atomic_read(&kv->done_ok) == want;
+}
+
+/*
+ * A kernel SRQ resized with receives posted: they stay, in posting order,
+ * and the grown SRQ takes as many more.  Receive j lands at 16 * j, send
+ * i carries 8 bytes of the value i from the upper half of the buffer.
+ */
+static void kv_srq_resize(struct kv_ctx *kv)
+{
+	struct ib_srq_init_attr sia = {
+		.attr = { .max_wr = KV_QP_WR, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct ib_srq_attr grow = {};
+	struct ib_qp_init_attr ia;
+	struct ib_srq *srq;
+	struct ib_qp *qp;
+	u32 small, n, i;
+	int ok0;
+	bool good;
+
+	srq = ib_create_srq(kv->pd, &sia);
+	if (!tap(!IS_ERR(srq), "SRQ resize: a kernel SRQ"))
+		return;
+	small = sia.attr.max_wr;
+	n = 4 * small;
+	qp = kv_create_qp_on(kv, &ia, srq, n);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp) &&
+		 n * 16 <= KV_BUF_SIZE / 2 && n * 8 <= KV_BUF_SIZE / 2,
+		 "SRQ resize: an RC QP on it connects to itself")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		ib_destroy_srq(srq);
+		return;
+	}
+	memset(kv->buf, 0, KV_BUF_SIZE);
+	for (i = 0; i < n; i++)
+		*(u64 *)(kv->buf + KV_BUF_SIZE / 2 + 8 * i) = KV_PATTERN + i;
+	ib_dma_sync_single_for_device(kv->dev, kv->dma, KV_BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	ok0 = atomic_read(&kv->done_ok);
+
+	good = true;
+	for (i = 0; i < n && good; i++) {
+		struct ib_sge sge = {
+			.addr = kv->dma + 16 * i,
+			.length = 16,
+			.lkey = kv->pd->local_dma_lkey,
+		};
+		struct ib_recv_wr wr = {
+			.wr_cqe = &kv->cqe, .sg_list = &sge, .num_sge = 1,
+		};
+		const struct ib_recv_wr *bad;
+
+		if (i == small) {
+			grow.max_wr = n;
+			good = !ib_modify_srq(srq, &grow, IB_SRQ_MAX_WR);
+			pr_info("# SRQ of %u resized to %u: %s\n", small, n,
+				good ? "ok" : "failed");
+		}
+		good = good && !ib_post_srq_recv(srq, &wr, &bad);
+	}
+	tap(good, "SRQ resize: ib_modify_srq(IB_SRQ_MAX_WR) grows it, with receives posted");
+
+	for (i = 0; i < n && good; i++) {
+		struct ib_sge sge = {
+			.addr = kv->dma + KV_BUF_SIZE / 2 + 8 * i,
+			.length = 8,
+			.lkey = kv->pd->local_dma_lkey,
+		};
+		struct ib_send_wr wr = {
+			.wr_cqe = &kv->cqe, .sg_list = &sge, .num_sge = 1,
+			.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+		};
+		const struct ib_send_wr *bad;
+
+		good = !ib_post_send(qp, &wr, &bad);
+	}
+	good = good && kv_wait_ok(kv, ok0 + 2 * n);
+	ib_dma_sync_single_for_cpu(kv->dev, kv->dma, KV_BUF_SIZE,
+				   DMA_BIDIRECTIONAL);
+	for (i = 0; i < n && good; i++)
+		good = *(u64 *)(kv->buf + 16 * i) == KV_PATTERN + i;
+	pr_info("# %d completions ok of %u, receive %u checked last\n",
+		atomic_read(&kv->done_ok) - ok0, 2 * n, i);
+	tap(good, "SRQ resize: every message lands in its receive, in posting order");
+	ib_destroy_qp(qp);
+	ib_destroy_srq(srq);
+}
+
 static int kv_run(struct ib_device *dev)
 {
 	struct kv_ctx *kv;
@@ -403,6 +512,7 @@ static int kv_run(struct ib_device *dev)
 
 	kv_s38(kv);
 	kv_drain(kv);
+	kv_srq_resize(kv);
 
 	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);
 free_buf:
@@ -472,5 +582,5 @@ static void __exit kv_exit(void)
 module_init(kv_init);
 module_exit(kv_exit);
 
-MODULE_DESCRIPTION("Kernel verbs tests of qrdma (S38, ib_drain_qp)");
+MODULE_DESCRIPTION("Kernel verbs tests of qrdma (S38, ib_drain_qp, SRQ resize)");
 MODULE_LICENSE("Dual BSD/GPL");

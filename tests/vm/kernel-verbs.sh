@@ -1,6 +1,6 @@
 #!/bin/bash
 # qrdma under a kernel consumer of the verbs: tests/kverbs/
-# qrdma_kverbs_test.ko (S38 for kernel posts, ib_drain_qp), built on the
+# qrdma_kverbs_test.ko (S38 for kernel posts, ib_drain_qp, SRQ resize), built on the
 # host by scripts/build-driver, loaded here; it writes its results to the
 # kernel log as TAP, which this script passes on.  Prints TAP.
 set -uo pipefail

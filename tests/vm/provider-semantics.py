@@ -589,6 +589,43 @@ def t_srq(env):
                                  sg=[env.sge(env.mr2, 0, 64)]))
 
 
+def t_srq_resize(env):
+    """SRQ resize keeps the posted receives, in order, and takes more"""
+    cq = CQ(env.ctx, 256)
+    srq = SRQ(env.pd, SrqInitAttr(SrqAttr(max_wr=8, max_sge=1)))
+    small = srq.query().max_wr
+    a, b = env.rc_pair(cq, srq=srq)
+    n = 4 * small
+
+    def post(i):
+        srq.post_recv(RecvWR(wr_id=500 + i, num_sge=1,
+                             sg=[env.sge(env.mr2, 64 * i, 64)]))
+
+    for i in range(small):
+        post(i)
+    # Below what is posted: refused, and nothing changes.
+    if small > 1:
+        expect_errno(errno.EINVAL, srq.modify,
+                     SrqAttr(max_wr=small // 2), e.IBV_SRQ_MAX_WR)
+    srq.modify(SrqAttr(max_wr=n), e.IBV_SRQ_MAX_WR)
+    check(srq.query().max_wr >= n, f'max_wr {srq.query().max_wr} < {n}')
+    for i in range(small, n):
+        post(i)
+    for i in range(n):
+        env.mr.write(bytes([i]) * 32, 32, 64 * i)
+        a.post_send(SendWR(wr_id=i, num_sge=1,
+                           sg=[env.sge(env.mr, 64 * i, 32)]))
+    wcs = poll(cq, 2 * n)
+    for w in wcs:
+        ok(w)
+    recvs = [w.wr_id for w in wcs if w.opcode == e.IBV_WC_RECV]
+    check(recvs == [500 + i for i in range(n)],
+          f'receives completed as {recvs}')
+    for i in range(n):
+        check(env.mr2.read(32, 64 * i) == bytes([i]) * 32,
+              f'message {i} is not in receive {i}')
+
+
 def t_ud(env):
     """UD: AH, SEND with GRH and src_qp; RDMA on UD is EINVAL"""
     cq = CQ(env.ctx, 64)
@@ -712,7 +749,7 @@ def t_many_qps(env):
 TESTS = [
     t_rc_send_recv, t_rc_rdma_atomic, t_inline, t_unsignaled, t_s38_recv,
     t_s38_send, t_bad_lkey, t_s36_reset, t_s12_destroy, t_cq_ex, t_qp_ex,
-    t_srq, t_ud, t_resize_cq, t_events, t_many_qps,
+    t_srq, t_srq_resize, t_ud, t_resize_cq, t_events, t_many_qps,
 ]
 
 
