@@ -2065,10 +2065,7 @@ static void test_fuzz_wqes(void *obj, void *data, QGuestAllocator *alloc)
 {
     /* UD's own checks (AH, Q_Key) have their targeted tests. */
     static const uint8_t types[] = { QRDMA_QPT_RC, QRDMA_QPT_UC };
-    const char *seed_env = g_getenv("QRDMA_FUZZ_SEED");
-    guint32 seed = seed_env ? g_ascii_strtoull(seed_env, NULL, 0) :
-                   0x71726d61;
-    GRand *r = g_rand_new_with_seed(seed);
+    GRand *r;
     unsigned round, i, cqes = 0, failed = 0;
     uint8_t slot[QRDMA_SQ_WQE_SIZE];
     struct qrdma_cqe cqe;
@@ -2076,7 +2073,7 @@ static void test_fuzz_wqes(void *obj, void *data, QGuestAllocator *alloc)
     Env e;
 
     env_init(&e, obj, alloc);
-    g_test_message("QRDMA_FUZZ_SEED=%#x", seed);
+    r = qrdma_t_fuzz_rand();
     for (round = 0; round < 32; round++) {
         /* rnr_retry 0: a send without a receive fails rather than waits. */
         pair(&e, &a, &b, types[round % G_N_ELEMENTS(types)], 0);

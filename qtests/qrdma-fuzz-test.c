@@ -24,7 +24,6 @@
 #include "libqos/libqos-malloc.h"
 #include "qrdma-qos.h"
 
-#define FUZZ_SEED 0x71726d61u
 #define FUZZ_ITERS 1500
 /* Scratch pages for the addresses the commands carry. */
 #define FUZZ_PAGES 8
@@ -51,22 +50,13 @@ static const uint8_t fuzz_opcodes[] = {
     QRDMA_CMD_DESTROY_AH, QRDMA_CMD_ATTACH_MCAST, QRDMA_CMD_DETACH_MCAST,
 };
 
-static unsigned fuzz_env(const char *name, unsigned dflt)
-{
-    const char *s = g_getenv(name);
-
-    return s ? (unsigned)g_ascii_strtoull(s, NULL, 0) : dflt;
-}
-
 static void fuzz_init(Fuzz *f, void *obj, QGuestAllocator *alloc)
 {
-    unsigned seed = fuzz_env("QRDMA_FUZZ_SEED", FUZZ_SEED);
     unsigned i;
 
     memset(f, 0, sizeof(*f));
     qrdma_t_init(&f->t, obj, alloc, 4);
-    g_test_message("QRDMA_FUZZ_SEED=%#x", seed);
-    f->rand = g_rand_new_with_seed(seed);
+    f->rand = qrdma_t_fuzz_rand();
     for (i = 0; i < FUZZ_PAGES; i++) {
         f->page[i] = guest_alloc(alloc, 4096);
     }
@@ -192,7 +182,7 @@ static void fuzz_expect_recovers(Fuzz *f, void *obj, QGuestAllocator *alloc)
 
 static void test_fuzz_commands(void *obj, void *data, QGuestAllocator *alloc)
 {
-    unsigned iters = fuzz_env("QRDMA_FUZZ_ITERS", FUZZ_ITERS);
+    unsigned iters = qrdma_t_fuzz_iters(FUZZ_ITERS);
     uint64_t cmds0, errors0, errors;
     unsigned ok = 0, i;
     Fuzz f;
@@ -243,7 +233,7 @@ static void test_fuzz_commands(void *obj, void *data, QGuestAllocator *alloc)
 /* Random writes, of every width the BAR takes, to every register. */
 static void test_fuzz_registers(void *obj, void *data, QGuestAllocator *alloc)
 {
-    unsigned iters = fuzz_env("QRDMA_FUZZ_ITERS", FUZZ_ITERS);
+    unsigned iters = qrdma_t_fuzz_iters(FUZZ_ITERS);
     unsigned i;
     Fuzz f;
 

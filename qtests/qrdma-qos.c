@@ -346,3 +346,23 @@ void qrdma_t_set_gid(QrdmaT *t, uint32_t index)
 
     g_assert_cmpuint(qrdma_t_exec(t, &cmd, NULL), ==, QRDMA_STATUS_OK);
 }
+
+static unsigned qrdma_t_env(const char *name, unsigned dflt)
+{
+    const char *s = g_getenv(name);
+
+    return s ? (unsigned)g_ascii_strtoull(s, NULL, 0) : dflt;
+}
+
+GRand *qrdma_t_fuzz_rand(void)
+{
+    unsigned seed = qrdma_t_env("QRDMA_FUZZ_SEED", 0x71726d61);
+
+    g_test_message("QRDMA_FUZZ_SEED=%#x", seed);
+    return g_rand_new_with_seed(seed);
+}
+
+unsigned qrdma_t_fuzz_iters(unsigned dflt)
+{
+    return qrdma_t_env("QRDMA_FUZZ_ITERS", dflt);
+}

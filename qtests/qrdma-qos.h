@@ -101,4 +101,12 @@ uint8_t qrdma_t_query_qp(QrdmaT *t, uint32_t uctx, uint32_t qpn,
                          struct qrdma_query_qp_resp *resp);
 void qrdma_t_set_gid(QrdmaT *t, uint32_t index);
 
+/*
+ * The random-input tests: a generator seeded with QRDMA_FUZZ_SEED, or a
+ * fixed seed, which it prints so that a failure can be replayed; and the
+ * length of a run, QRDMA_FUZZ_ITERS or dflt.
+ */
+GRand *qrdma_t_fuzz_rand(void);
+unsigned qrdma_t_fuzz_iters(unsigned dflt);
+
 #endif /* QTEST_QRDMA_QOS_H */
