@@ -34,18 +34,35 @@ qrdma_die() {
 }
 
 # stage NAME DESCRIPTION CMD...: run one step, saying what it does and how
-# long it took, so a slow CI run shows where its time went.
+# long it took, so a slow CI run shows where its time went.  With
+# QRDMA_STAGE_LOG set (main-job and test-all set it), each stage, nested ones
+# too, is also recorded there for stage_summary.
 stage() {
-    local name=$1 what=$2 start rc
+    local name=$1 what=$2 start rc depth=${QRDMA_STAGE_DEPTH:-0} t0=$EPOCHREALTIME
     shift 2
     printf '==> [%s] %s\n' "$name" "$what" >&2
     start=$(date +%s)
+    export QRDMA_STAGE_DEPTH=$((depth + 1))
     "$@"
     rc=$?
+    QRDMA_STAGE_DEPTH=$depth
     printf '<== [%s] %s in %ss\n' "$name" \
         "$([ $rc -eq 0 ] && echo done || echo "FAILED ($rc)")" \
         "$(( $(date +%s) - start ))" >&2
+    [ -z "${QRDMA_STAGE_LOG:-}" ] ||
+        printf '%s %s %s %s %s\n' "$t0" "$depth" "$name" \
+            "$(( $(date +%s) - start ))" "$rc" >>"$QRDMA_STAGE_LOG"
     return $rc
+}
+
+# stage_summary FILE: the stages recorded in FILE, in the order they
+# started, nested ones indented under the stage that ran them.
+stage_summary() {
+    [ -s "$1" ] || return 0
+    printf 'time by stage:\n' >&2
+    sort -s -k1,1g "$1" |
+        awk '{printf "  %*s%-*s %6ds%s\n", 2 * $2, "", 24 - 2 * $2, $3, $4,
+              ($5 == 0 ? "" : "  FAILED (" $5 ")")}' >&2
 }
 
 # The newest Debian 12 build of Linux 6.12 LTS that apt knows, e.g.
@@ -53,6 +70,43 @@ stage() {
 guest_kernel_release() {
     apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64$' |
         awk '{print $1}' | sed 's/^linux-image-//' | sort -V | tail -n 1
+}
+
+# guest_kernel_headers KVER: the kbuild directory for building modules
+# against the guest kernel KVER, unpacked once into the cache from Debian's
+# linux-headers and linux-kbuild packages.  Installing linux-headers would
+# pull in the matching linux-image and change what the host boots; unpacked
+# here, the host keeps only the tools kbuild runs (setup-host's gcc-12 and
+# dwarves).  Prints the directory.
+guest_kernel_headers() {
+    local kver=$1 base root dl pkg
+    base=${kver%-amd64}
+    root=$QRDMA_CACHE/kernel-headers/$kver
+    if [ ! -f "$root/.done" ]; then
+        mkdir -p "$QRDMA_CACHE/kernel-headers"
+        rm -rf "$root"
+        dl=$(mktemp -d "$QRDMA_CACHE/kernel-headers/dl.XXXXXX")
+        # apt drops privileges to _apt for downloads; let it write there.
+        [ "$(id -u)" -ne 0 ] || chown _apt "$dl" 2>/dev/null || true
+        (cd "$dl" && apt-get download -q "linux-headers-$kver" \
+            "linux-headers-$base-common" "linux-kbuild-$base") >/dev/null 2>&1 || {
+            rm -rf "$dl"
+            qrdma_die "apt-get download of the headers of $kver failed; run scripts/setup-host"
+        }
+        for pkg in "$dl"/*.deb; do
+            dpkg-deb -x "$pkg" "$root" || { rm -rf "$dl" "$root"; qrdma_die "cannot unpack $pkg"; }
+        done
+        rm -rf "$dl"
+        # The flavour's Makefile includes the common one by its absolute
+        # installed path; point it at the copy beside it.
+        sed -i "s|^include /usr/src/|include $root/usr/src/|" \
+            "$root/usr/src/linux-headers-$kver/Makefile"
+        touch "$root/.done"
+        # Only the headers of the kernel in use are kept.
+        find "$QRDMA_CACHE/kernel-headers" -mindepth 1 -maxdepth 1 \
+            ! -name "$kver" -exec rm -rf {} +
+    fi
+    printf '%s\n' "$root/usr/src/linux-headers-$kver"
 }
 
 # fetch_verified URL DEST SHA256: download once into the cache, checked.

@@ -34,5 +34,6 @@ server=$!
 wait_listen 18515 || exit 1
 ibv_rc_pingpong -d "$QRDMA_DEV" -g "$QRDMA_GID_INDEX" -n 1000 127.0.0.1 || exit 1
 wait "$server" || exit 1
+echo "main-job: first pingpong done"
 echo
 echo "qrdma works: $(qrdma_counter guest_errors) guest errors"
