@@ -559,7 +559,8 @@ struct qrdma_device_attr {
     uint8_t rsvd[2];
     uint32_t device_caps;               /* QRDMA_DEV_CAP_* */
     uint32_t max_mw;                    /* QRDMA_DEV_CAP_MW */
-    uint32_t rsvd1;
+    /* page list entries of all MRs together (ALLOC_MR: its max_pages) */
+    uint32_t max_mr_pages_total;
 };
 
 /*

@@ -108,6 +108,7 @@ static const QrdmaLimitInfo qrdma_limit_info[] = {
     QRDMA_LIMIT("max-pd", max_pd, QRDMA_TABLE_MAX, false),
     QRDMA_LIMIT("max-mr", max_mr, QRDMA_TABLE_MAX, false),
     QRDMA_LIMIT("max-mr-pages", max_mr_pages, 1u << 20, false),
+    QRDMA_LIMIT("max-mr-pages-total", max_mr_pages_total, 1u << 26, false),
     QRDMA_LIMIT("max-mw", max_mw, QRDMA_TABLE_MAX, false),
     QRDMA_LIMIT("max-cq", max_cq, QRDMA_TABLE_MAX, false),
     QRDMA_LIMIT("max-cqe", max_cqe, 1u << 20, true),
@@ -252,6 +253,25 @@ static const VMStateDescription qrdma_vmstate_eq = {
     },
 };
 
+/* Interrupts raised and not yet sent when the source stopped. */
+static bool qrdma_irq_pending_needed(void *opaque)
+{
+    QrdmaState *s = opaque;
+
+    return s->core.irq_pending != 0;
+}
+
+static const VMStateDescription qrdma_vmstate_irq_pending = {
+    .name = "qrdma/irq-pending",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = qrdma_irq_pending_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(core.irq_pending, QrdmaState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription qrdma_vmstate = {
     .name = TYPE_QRDMA,
     .version_id = 1,
@@ -276,6 +296,10 @@ static const VMStateDescription qrdma_vmstate = {
                              qrdma_vmstate_eq, QrdmaEq),
         VMSTATE_END_OF_LIST()
     },
+    .subsections = (const VMStateDescription * const []) {
+        &qrdma_vmstate_irq_pending,
+        NULL
+    },
 };
 
 static const Property qrdma_properties[] = {
@@ -287,6 +311,9 @@ static const Property qrdma_properties[] = {
     DEFINE_PROP_UINT32("max-mr", QrdmaState, core.limits.max_mr, 4096),
     DEFINE_PROP_UINT32("max-mr-pages", QrdmaState, core.limits.max_mr_pages,
                        1u << 18),
+    /* 32 MiB of page lists in QEMU at most, whatever the guest registers */
+    DEFINE_PROP_UINT32("max-mr-pages-total", QrdmaState,
+                       core.limits.max_mr_pages_total, 1u << 22),
     DEFINE_PROP_UINT32("max-mw", QrdmaState, core.limits.max_mw, 4096),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, core.limits.max_cq, 1024),
     DEFINE_PROP_UINT32("max-cqe", QrdmaState, core.limits.max_cqe,
@@ -318,6 +345,7 @@ static const struct {
     { "eth-tx-dropped", offsetof(QrdmaCounters, eth_tx_dropped) },
     { "wqes", offsetof(QrdmaCounters, wqes) },
     { "events-dropped", offsetof(QrdmaCounters, events_dropped) },
+    { "sq-deferred", offsetof(QrdmaCounters, sq_deferred) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,

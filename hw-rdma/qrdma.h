@@ -79,6 +79,7 @@ typedef struct QrdmaMr {
     uint8_t page_shift;
     uint32_t max_pages;
     QrdmaPages pages;
+    uint32_t charged;                   /* its pages in mr_pages_in_use */
     uint32_t windows;                   /* memory windows bound to it */
 } QrdmaMr;
 
@@ -182,6 +183,7 @@ typedef struct QrdmaLimits {
     uint32_t max_pd;
     uint32_t max_mr;
     uint32_t max_mr_pages;
+    uint32_t max_mr_pages_total;        /* of all MRs together */
     uint32_t max_mw;
     uint32_t max_cq;
     uint32_t max_cqe;
@@ -239,6 +241,7 @@ typedef struct QrdmaCounters {
     uint64_t eth_rx_frames;
     uint64_t eth_rx_dropped;
     uint64_t eth_tx_dropped;
+    uint64_t sq_deferred;               /* doorbells left to the bottom half */
 } QrdmaCounters;
 
 /*
@@ -281,8 +284,11 @@ typedef struct QrdmaCore {
     QrdmaMcast *mcast;
     struct qrdma_gid_entry gid[QRDMA_GID_TABLE_LEN];
     uint8_t mr_key;                     /* key byte of the next MR or MW */
+    uint64_t mr_pages_in_use;           /* page list entries of all MRs */
 
     QrdmaEq eq[QRDMA_MSIX_VECTORS_MAX];
+    uint64_t irq_pending;               /* vectors to notify, one bit each */
+    QEMUBH *irq_bh;
     bool port_up;                       /* as last reported to the driver */
     QEMUBH *dp_bh;
     QSIMPLEQ_HEAD(, QrdmaQp) work;      /* QPs with send work to do */

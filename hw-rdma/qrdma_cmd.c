@@ -145,6 +145,47 @@ bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
            pci_dma_write(core->owner, addr, buf, len) == MEMTX_OK;
 }
 
+/*
+ * Map up to *len bytes of guest RAM at addr for the device to copy from
+ * (dir DMA_DIRECTION_TO_DEVICE) or into; *len becomes what was mapped.
+ * Checked now, not only when an MR or ring was registered: the guest may
+ * change its memory map in between, and behind a vIOMMU remap at will.
+ * Anything else (MMIO, a peer's doorbells, unassigned space) is refused
+ * before it is touched, where dma_memory_map would bounce it through
+ * MMIO accesses.
+ */
+void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
+                    DMADirection dir)
+{
+    AddressSpace *as = pci_get_address_space(core->owner);
+    bool is_write = dir == DMA_DIRECTION_FROM_DEVICE;
+    hwaddr xlat, plen = *len;
+    MemoryRegion *mr;
+
+    if (!plen) {
+        return NULL;
+    }
+    WITH_RCU_READ_LOCK_GUARD() {
+        mr = address_space_translate(as, addr, &xlat, &plen, is_write,
+                                     MEMTXATTRS_UNSPECIFIED);
+        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (is_write && mr->readonly) || !plen) {
+            trace_qrdma_err_dma_not_ram(addr, *len, is_write);
+            qrdma_guest_error(core, "DMA %s 0x%" PRIx64 ": not guest RAM",
+                              is_write ? "to" : "from", addr);
+            return NULL;
+        }
+    }
+    *len = MIN(*len, plen);
+    return dma_memory_map(as, addr, len, dir, MEMTXATTRS_UNSPECIFIED);
+}
+
+void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
+                     DMADirection dir, dma_addr_t done)
+{
+    dma_memory_unmap(pci_get_address_space(core->owner), p, len, dir, done);
+}
+
 void qrdma_pages_free(QrdmaPages *pages)
 {
     g_free(pages->addr);
@@ -366,6 +407,12 @@ void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta)
 
 /* Queries and the GID table */
 
+/* The pages one MR may have: no more than all of them together. */
+static uint32_t qrdma_max_mr_pages(QrdmaCore *core)
+{
+    return MIN(core->limits.max_mr_pages, core->limits.max_mr_pages_total);
+}
+
 static void qrdma_node_guid(QrdmaCore *core, uint8_t guid[8])
 {
     const uint8_t *mac = core->eth.conf.macaddr.a;
@@ -392,7 +439,8 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     qrdma_node_guid(core, guid);
     a.fw_ver = cpu_to_le64(QRDMA_VERSION);
     memcpy(&a.node_guid, guid, sizeof(guid));
-    a.max_mr_size = cpu_to_le64((uint64_t)l->max_mr_pages << QRDMA_PAGE_SHIFT);
+    a.max_mr_size = cpu_to_le64((uint64_t)qrdma_max_mr_pages(core) <<
+                                QRDMA_PAGE_SHIFT);
     /* MR pages of 4 KiB up to 1 GiB */
     a.page_size_cap = cpu_to_le64(MAKE_64BIT_MASK(QRDMA_PAGE_SHIFT,
                                                   31 - QRDMA_PAGE_SHIFT));
@@ -418,8 +466,9 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     a.max_mcast_qp_attach = cpu_to_le32(l->max_mcast_qp_attach);
     a.max_uctx = cpu_to_le32(l->max_uctx);
     a.max_inline_data = cpu_to_le32(QRDMA_MAX_INLINE);
-    a.max_fast_reg_page_list_len = cpu_to_le32(l->max_mr_pages);
-    a.max_mr_pages = cpu_to_le32(l->max_mr_pages);
+    a.max_fast_reg_page_list_len = cpu_to_le32(qrdma_max_mr_pages(core));
+    a.max_mr_pages = cpu_to_le32(qrdma_max_mr_pages(core));
+    a.max_mr_pages_total = cpu_to_le32(l->max_mr_pages_total);
     a.max_mw = cpu_to_le32(l->max_mw);
     /* Vector 0 carries commands and async events; the rest completions. */
     a.num_comp_vectors = cpu_to_le32(MAX(core->msix_vectors - 1, 1));
@@ -642,6 +691,22 @@ static uint8_t qrdma_cmd_dealloc_pd(QrdmaCore *core, uint32_t uctx,
 
 /* Memory regions */
 
+/*
+ * Charge an MR's page list to the device's total, which bounds the host
+ * memory the guest can make QEMU allocate for page lists: each MR may be
+ * within max_mr_pages, and there are max_mr of them.
+ */
+static uint8_t qrdma_mr_pages_charge(QrdmaCore *core, uint32_t npages)
+{
+    if (core->mr_pages_in_use + npages > core->limits.max_mr_pages_total) {
+        trace_qrdma_mr_pages_exhausted(core->mr_pages_in_use, npages,
+                                       core->limits.max_mr_pages_total);
+        return QRDMA_STATUS_NO_RESOURCES;
+    }
+    core->mr_pages_in_use += npages;
+    return QRDMA_STATUS_OK;
+}
+
 static int qrdma_mr_alloc(QrdmaCore *core, uint32_t uctx, uint32_t pd_idx)
 {
     int idx = qrdma_slot_alloc(core, &core->mr_table);
@@ -712,7 +777,7 @@ static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
                                   "page shift %u out of range", shift);
         }
         if (!length || iova + length < iova ||
-            length > (uint64_t)core->limits.max_mr_pages << QRDMA_PAGE_SHIFT) {
+            length > (uint64_t)qrdma_max_mr_pages(core) << QRDMA_PAGE_SHIFT) {
             return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                                   "region 0x%" PRIx64 "+0x%" PRIx64
                                   " is empty, wraps or is over max_mr_size",
@@ -725,25 +790,33 @@ static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
                                   "region needs %" PRIu64 " pages, list has %"
                                   PRIu32, need, npages);
         }
+        st = qrdma_mr_pages_charge(core, npages);
+        if (st) {
+            return st;
+        }
         st = qrdma_pages_read(core, le64_to_cpu(r->pages_addr), npages,
                               core->limits.max_mr_pages, shift, &pages);
         if (st) {
+            core->mr_pages_in_use -= npages;
             return st;
         }
     }
 
     idx = qrdma_mr_alloc(core, uctx, pd_idx);
     if (idx < 0) {
+        core->mr_pages_in_use -= pages.n;
         qrdma_pages_free(&pages);
         return QRDMA_STATUS_NO_RESOURCES;
     }
     mr = &core->mr[idx];
+    mr->charged = pages.n;
     mr->valid = true;
     mr->access = access;
     mr->dma = dma;
     mr->iova = iova;
     mr->length = length;
-    mr->page_shift = r->page_shift;
+    /* A DMA MR has no pages: its page_shift field is not looked at. */
+    mr->page_shift = dma ? QRDMA_PAGE_SHIFT : r->page_shift;
     mr->pages = pages;
     trace_qrdma_mr_reg(mr->lkey, iova, length, access);
     cmpl->handle = cpu_to_le32(mr->lkey);
@@ -764,17 +837,24 @@ static uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
     if (st) {
         return st;
     }
-    if (!max_pages || max_pages > core->limits.max_mr_pages) {
+    if (!max_pages || max_pages > qrdma_max_mr_pages(core)) {
         return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
                               "%" PRIu32 " pages for fast registration, "
                               "limit %" PRIu32, max_pages,
-                              core->limits.max_mr_pages);
+                              qrdma_max_mr_pages(core));
+    }
+    /* Registration by work request must not fail for want of pages. */
+    st = qrdma_mr_pages_charge(core, max_pages);
+    if (st) {
+        return st;
     }
     idx = qrdma_mr_alloc(core, uctx, pd_idx);
     if (idx < 0) {
+        core->mr_pages_in_use -= max_pages;
         return QRDMA_STATUS_NO_RESOURCES;
     }
     mr = &core->mr[idx];
+    mr->charged = max_pages;
     mr->fast_reg = true;
     mr->max_pages = max_pages;
     cmpl->handle = cpu_to_le32(mr->lkey);
@@ -822,6 +902,7 @@ static void qrdma_mr_free(QrdmaCore *core, int idx)
     qrdma_pd_unref(core, mr->pd);
     qrdma_uctx_ref(core, mr->uctx, -1);
     qrdma_pages_free(&mr->pages);
+    core->mr_pages_in_use -= mr->charged;
     qrdma_table_free(&core->mr_table, idx);
 }
 
@@ -1602,7 +1683,7 @@ void qrdma_cmdq_process(void *opaque)
         }
         smp_wmb();
         cmpl.flags = phase ? QRDMA_CMPL_F_PHASE : 0;
-        pci_dma_write(core->owner, cmpl_addr + offsetof(struct qrdma_cmpl, flags),
+        qrdma_dma_write(core, cmpl_addr + offsetof(struct qrdma_cmpl, flags),
                       &cmpl.flags, sizeof(cmpl.flags));
         q->ci++;
         completed = true;
@@ -1669,6 +1750,7 @@ void qrdma_resources_reset(QrdmaCore *core)
         qrdma_pages_free(&core->mr[i].pages);
         core->mr[i].windows = 0;
     }
+    core->mr_pages_in_use = 0;
     for (i = 0; i < core->mw_table.max; i++) {
         core->mw[i].bound = false;
     }

@@ -9,6 +9,7 @@
 #ifndef HW_RDMA_QRDMA_CMD_H
 #define HW_RDMA_QRDMA_CMD_H
 
+#include "system/dma.h"
 #include "qrdma.h"
 
 int qrdma_table_lookup(const QrdmaTable *t, uint32_t handle);
@@ -20,6 +21,10 @@ void qrdma_table_free(QrdmaTable *t, uint32_t idx);
 bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len,
                   bool is_write);
 bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len);
+void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
+                    DMADirection dir);
+void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
+                     DMADirection dir, dma_addr_t done);
 bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
                      uint64_t len);
 uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,

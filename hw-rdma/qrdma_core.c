@@ -7,6 +7,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/host-utils.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qapi/error.h"
@@ -64,11 +65,41 @@ void qrdma_guest_error(QrdmaCore *core, const char *fmt, ...)
     qemu_log_mask(LOG_GUEST_ERROR, "qrdma: %s\n", msg);
 }
 
+/*
+ * Interrupts go out from a bottom half of their own, never from inside an
+ * operation.  An MSI-X message is a memory write that the guest may aim
+ * anywhere: at this device's or a peer qrdma's registers (DEV_CTRL.RESET),
+ * at a root port's bridge control (a secondary bus reset).  Sent in the
+ * middle of a command or of a delivery into a peer, it could reset a
+ * device whose rings and QPs the operation is still using, and QEMU's
+ * re-entrancy guard covers only the device whose handler is running.
+ * From this bottom half it may still change any device, but then no
+ * operation of any qrdma device is in progress.
+ */
 void qrdma_notify(QrdmaCore *core, unsigned vector)
 {
-    if (vector < core->msix_vectors && msix_enabled(core->owner)) {
-        trace_qrdma_notify(vector);
-        msix_notify(core->owner, vector);
+    if (vector < core->msix_vectors) {
+        core->irq_pending |= 1ull << vector;
+        qemu_bh_schedule(core->irq_bh);
+    }
+}
+
+static void qrdma_irq_bh(void *opaque)
+{
+    QrdmaCore *core = opaque;
+
+    /*
+     * A message may reset this device, which clears irq_pending, or make
+     * a peer deliver into it, which adds to it: re-read it after each.
+     */
+    while (core->irq_pending) {
+        unsigned vector = ctz64(core->irq_pending);
+
+        core->irq_pending &= ~(1ull << vector);
+        if (msix_enabled(core->owner)) {
+            trace_qrdma_notify(vector);
+            msix_notify(core->owner, vector);
+        }
     }
 }
 
@@ -381,6 +412,8 @@ void qrdma_core_reset(QrdmaCore *core)
 {
     trace_qrdma_core_reset(qrdma_resources_in_use(core));
     qemu_bh_cancel(core->cmdq.bh);
+    qemu_bh_cancel(core->irq_bh);
+    core->irq_pending = 0;
     qrdma_dp_reset(core);
     core->dev_ctrl = 0;
     core->dev_status = 0;
@@ -400,6 +433,8 @@ void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp)
     core->owner = owner;
     core->cmdq.bh = qemu_bh_new_guarded(qrdma_cmdq_process, core,
                                         &DEVICE(owner)->mem_reentrancy_guard);
+    core->irq_bh = qemu_bh_new_guarded(qrdma_irq_bh, core,
+                                       &DEVICE(owner)->mem_reentrancy_guard);
     qrdma_resources_init(core);
     qrdma_dp_realize(core);
 }
@@ -408,6 +443,8 @@ void qrdma_core_unrealize(QrdmaCore *core)
 {
     qemu_bh_delete(core->cmdq.bh);
     core->cmdq.bh = NULL;
+    qemu_bh_delete(core->irq_bh);
+    core->irq_bh = NULL;
     qrdma_dp_reset(core);
     qrdma_dp_unrealize(core);
     qrdma_resources_free(core);
@@ -478,8 +515,17 @@ bool qrdma_core_post_load(QrdmaCore *core)
             return false;
         }
     }
+    if (core->msix_vectors < 64 &&
+        (core->irq_pending >> core->msix_vectors)) {
+        trace_qrdma_err_post_load("interrupt pending on a vector that does "
+                                  "not exist");
+        return false;
+    }
     if (ready && core->cmdq.pi != core->cmdq.ci) {
         qemu_bh_schedule(core->cmdq.bh);
+    }
+    if (core->irq_pending) {
+        qemu_bh_schedule(core->irq_bh);
     }
     return true;
 }

@@ -18,6 +18,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/atomic.h"
+#include "qemu/units.h"
 #include "system/dma.h"
 #include "hw/pci/msix.h"
 #include "net/checksum.h"
@@ -236,13 +237,23 @@ static bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
 
     cqe->flags &= ~QRDMA_CQE_F_PHASE;
     cqe->flags |= phase ? 0 : QRDMA_CQE_F_PHASE;
-    /* Ring pages were checked to be RAM when the CQ was created. */
-    pci_dma_write(core->owner, addr, cqe, sizeof(*cqe));
+    /*
+     * The ring was RAM when the CQ was created; the guest may have changed
+     * its memory map since.  A ring that is no longer RAM is an overrun
+     * of a kind: the CQ takes nothing more.
+     */
+    if (!qrdma_dma_write(core, addr, cqe, sizeof(*cqe))) {
+        qrdma_guest_error(core, "CQ 0x%" PRIx32 ": entry at 0x%" PRIx64
+                          " is no longer RAM", cqn, addr);
+        cq->overrun = true;
+        qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
+        return false;
+    }
     /* The consumer polls the phase bit: it goes in last. */
     smp_wmb();
     cqe->flags ^= QRDMA_CQE_F_PHASE;
-    pci_dma_write(core->owner, addr + offsetof(struct qrdma_cqe, flags),
-                  &cqe->flags, 1);
+    qrdma_dma_write(core, addr + offsetof(struct qrdma_cqe, flags),
+                    &cqe->flags, 1);
     cq->pi++;
 
     if ((cq->armed & QRDMA_DB_CQ_ARM_NEXT) ||
@@ -501,17 +512,16 @@ static uint8_t qrdma_mw_local_inv(QrdmaCore *core, QrdmaQp *qp,
 static uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t want,
                              uint64_t *room)
 {
-    uint64_t psize = 1ull << mr->page_shift;
-    uint64_t off = iova - mr->iova + (mr->iova & (psize - 1));
-    uint64_t in_page = off & (psize - 1);
-
-    uint64_t idx, gpa;
+    uint64_t psize, off, in_page, idx, gpa;
     uint32_t i;
 
     if (mr->dma) {
         *room = UINT64_MAX - iova;
         return iova;
     }
+    psize = 1ull << mr->page_shift;
+    off = iova - mr->iova + (mr->iova & (psize - 1));
+    in_page = off & (psize - 1);
     idx = off >> mr->page_shift;
     gpa = mr->pages.addr[idx];
     *room = psize - in_page;
@@ -562,14 +572,13 @@ static bool qrdma_iter_next(QrdmaIter *it, uint64_t max, uint64_t *gpa,
 
 /*
  * Copy len bytes from src to dst, mapping guest pages on both sides: one
- * copy, no bounce buffer.  Every page was checked to be guest RAM when its
- * MR was registered (or, for the DMA lkey, when the WQE was).
+ * copy, no bounce buffer.  Each piece is checked to be guest RAM as it is
+ * mapped (qrdma_dma_map), whatever was checked at registration.  The two
+ * sides may overlap (an RDMA WRITE into the sender's own MR): memmove.
  */
 static bool qrdma_copy(QrdmaCore *src_core, QrdmaIter *src,
                        QrdmaCore *dst_core, QrdmaIter *dst, uint64_t len)
 {
-    AddressSpace *src_as = pci_get_address_space(src_core->owner);
-    AddressSpace *dst_as = pci_get_address_space(dst_core->owner);
     uint64_t host_off = 0;
 
     while (len) {
@@ -588,8 +597,7 @@ static bool qrdma_copy(QrdmaCore *src_core, QrdmaIter *src,
         }
         n = MIN(dlen, slen);
         dmap = n;
-        d = dma_memory_map(dst_as, dgpa, &dmap, DMA_DIRECTION_FROM_DEVICE,
-                           MEMTXATTRS_UNSPECIFIED);
+        d = qrdma_dma_map(dst_core, dgpa, &dmap, DMA_DIRECTION_FROM_DEVICE);
         if (!d) {
             return false;
         }
@@ -599,19 +607,18 @@ static bool qrdma_copy(QrdmaCore *src_core, QrdmaIter *src,
             host_off += n;
         } else {
             smap = n;
-            sp = dma_memory_map(src_as, sgpa, &smap, DMA_DIRECTION_TO_DEVICE,
-                                MEMTXATTRS_UNSPECIFIED);
+            sp = qrdma_dma_map(src_core, sgpa, &smap, DMA_DIRECTION_TO_DEVICE);
             if (!sp) {
-                dma_memory_unmap(dst_as, d, dmap, DMA_DIRECTION_FROM_DEVICE,
-                                 0);
+                qrdma_dma_unmap(dst_core, d, dmap, DMA_DIRECTION_FROM_DEVICE,
+                                0);
                 return false;
             }
             n = MIN(n, smap);
-            memcpy(d, sp, n);
-            dma_memory_unmap(src_as, sp, smap, DMA_DIRECTION_TO_DEVICE, n);
+            memmove(d, sp, n);
+            qrdma_dma_unmap(src_core, sp, smap, DMA_DIRECTION_TO_DEVICE, n);
             src->done += n;
         }
-        dma_memory_unmap(dst_as, d, dmap, DMA_DIRECTION_FROM_DEVICE, n);
+        qrdma_dma_unmap(dst_core, d, dmap, DMA_DIRECTION_FROM_DEVICE, n);
         dst->done += n;
         len -= n;
     }
@@ -730,7 +737,13 @@ static void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only)
 {
     uint8_t from = qp->state;
 
-    qp->state = sq_only ? QRDMA_QPS_SQE : QRDMA_QPS_ERR;
+    /*
+     * SQE is a way down from RTS only: a QP already in ERR (a fatal one
+     * whose completion was just lost, say) stays there, or a move SQE ->
+     * RTS would revive it.
+     */
+    qp->state = sq_only && from != QRDMA_QPS_ERR ? QRDMA_QPS_SQE :
+                QRDMA_QPS_ERR;
     trace_qrdma_qp_error(qp->qpn, qp->state);
     qrdma_dp_qp_modified(core, qp, from);
 }
@@ -997,7 +1010,6 @@ static uint64_t *qrdma_atomic_map(QrdmaCore *dc, QrdmaQp *dst,
                                   uint32_t access, dma_addr_t *plen,
                                   QrdmaRxResult *rx)
 {
-    AddressSpace *as = pci_get_address_space(dc->owner);
     uint64_t gpa, room;
     QrdmaIter rit;
     uint64_t *p;
@@ -1012,10 +1024,9 @@ static uint64_t *qrdma_atomic_map(QrdmaCore *dc, QrdmaQp *dst,
     }
     gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
     *plen = 8;
-    p = dma_memory_map(as, gpa, plen, DMA_DIRECTION_FROM_DEVICE,
-                       MEMTXATTRS_UNSPECIFIED);
+    p = qrdma_dma_map(dc, gpa, plen, DMA_DIRECTION_FROM_DEVICE);
     if (p && *plen < 8) {
-        dma_memory_unmap(as, p, *plen, DMA_DIRECTION_FROM_DEVICE, 0);
+        qrdma_dma_unmap(dc, p, *plen, DMA_DIRECTION_FROM_DEVICE, 0);
         p = NULL;
     }
     return p;
@@ -1023,8 +1034,7 @@ static uint64_t *qrdma_atomic_map(QrdmaCore *dc, QrdmaQp *dst,
 
 static void qrdma_atomic_unmap(QrdmaCore *dc, uint64_t *p, dma_addr_t plen)
 {
-    dma_memory_unmap(pci_get_address_space(dc->owner), p, plen,
-                     DMA_DIRECTION_FROM_DEVICE, 8);
+    qrdma_dma_unmap(dc, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
 }
 
 static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
@@ -1140,8 +1150,18 @@ static size_t qrdma_wqe_rest(const struct qrdma_sq_wqe *wqe)
            used - sizeof(struct qrdma_sge) : 0;
 }
 
-/* Work out the next send WQE of qp.  Returns false to stop the queue. */
-static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
+typedef enum QrdmaExec {
+    QRDMA_EXEC_NEXT,                    /* done: on to the next WQE */
+    QRDMA_EXEC_STOP,                    /* the queue waits (RNR, an error) */
+    QRDMA_EXEC_DEFER,                   /* over the byte budget: not taken */
+} QrdmaExec;
+
+/*
+ * Work out the next send WQE of qp, if its message is at most *bytes
+ * long; *bytes is reduced by what it moved.
+ */
+static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
+                                 uint64_t *bytes)
 {
     uint64_t addr = qrdma_ring_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
                                    QRDMA_SQ_WQE_SIZE);
@@ -1162,16 +1182,16 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
      * header first, then only the SGEs or inline bytes it says it has
      * (bounded by the WQE size, so a bad count reads no further).
      */
-    if (pci_dma_read(core->owner, addr, &wqe, QRDMA_WQE_FIRST_READ) !=
-        MEMTX_OK ||
-        pci_dma_read(core->owner, addr + QRDMA_WQE_FIRST_READ,
-                     (uint8_t *)&wqe + QRDMA_WQE_FIRST_READ,
-                     qrdma_wqe_rest(&wqe)) != MEMTX_OK) {
+    if (!qrdma_dma_read(core, addr, &wqe, QRDMA_WQE_FIRST_READ) ||
+        (qrdma_wqe_rest(&wqe) &&
+         !qrdma_dma_read(core, addr + QRDMA_WQE_FIRST_READ,
+                         (uint8_t *)&wqe + QRDMA_WQE_FIRST_READ,
+                         qrdma_wqe_rest(&wqe)))) {
         qrdma_guest_error(core, "qp 0x%" PRIx32 ": send WQE at 0x%" PRIx64
                           " unreadable", qp->qpn, addr);
         qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
         qrdma_qp_to_err(core, qp, false);
-        return false;
+        return QRDMA_EXEC_STOP;
     }
     core->counters.wqes++;
     trace_qrdma_wqe(qp->qpn, qp->sq_ci, wqe.opcode, wqe.flags);
@@ -1330,6 +1350,15 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         goto complete;
     }
     len = qrdma_iter_total(&it);
+    if (len > *bytes) {
+        /* Not taken after all: the bottom half runs it, whole. */
+        qp->sq_ci--;
+        core->counters.wqes--;
+        core->counters.sq_deferred++;
+        trace_qrdma_sq_deferred(qp->qpn, len);
+        return QRDMA_EXEC_DEFER;
+    }
+    *bytes -= len;
 
     /* Find the destination. */
     if (qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI) {
@@ -1489,7 +1518,7 @@ static bool qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp)
         timer_mod(qp->rnr_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                   (int64_t)qrdma_rnr_10us[dst->attr.min_rnr_timer & 31] *
                   10 * SCALE_US);
-        return false;
+        return QRDMA_EXEC_STOP;
     case QRDMA_RX_LEN:
     case QRDMA_RX_INV_REQ:
         status = QRDMA_WC_REM_INV_REQ_ERR;
@@ -1529,15 +1558,21 @@ complete:
     if (status) {
         /* S31: RC errors take the QP to ERR, UC and UD only the SQ. */
         qrdma_qp_to_err(core, qp, qp->type != QRDMA_QPT_RC);
-        return false;
+        return QRDMA_EXEC_STOP;
     }
-    return true;
+    return QRDMA_EXEC_NEXT;
 }
 
-/* Run up to budget WQEs of qp; what is left waits for the bottom half. */
-static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget)
+/*
+ * Run up to budget WQEs of qp, moving at most bytes; what is left waits
+ * for the bottom half.
+ */
+static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
+                             uint64_t bytes)
 {
     while (qp->sq_ci != qp->sq_pi && budget--) {
+        QrdmaExec ret;
+
         if (qp->state == QRDMA_QPS_ERR || qp->state == QRDMA_QPS_SQE) {
             qrdma_flush_sq(core, qp);
             return;
@@ -1545,8 +1580,12 @@ static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget)
         if (qp->state != QRDMA_QPS_RTS || timer_pending(qp->rnr_timer)) {
             return;
         }
-        if (!qrdma_exec_send(core, qp)) {
+        ret = qrdma_exec_send(core, qp, &bytes);
+        if (ret == QRDMA_EXEC_STOP) {
             return;
+        }
+        if (ret == QRDMA_EXEC_DEFER) {
+            break;
         }
     }
     if (qp->sq_ci != qp->sq_pi && qp->state == QRDMA_QPS_RTS &&
@@ -1572,7 +1611,7 @@ static void qrdma_dp_run(void *opaque)
         more = qp != last;
         QSIMPLEQ_REMOVE_HEAD(&core->work, next);
         qp->queued = false;
-        qrdma_process_sq(core, qp, 1u << qp->sq_log2);
+        qrdma_process_sq(core, qp, 1u << qp->sq_log2, UINT64_MAX);
         if (qp->state == QRDMA_QPS_ERR) {
             qrdma_flush_rq(core, qp);
         }
@@ -1608,9 +1647,12 @@ static void qrdma_qp_kick(QrdmaCore *core, QrdmaQp *qp)
  * through the main loop, which was most of a small message's latency.
  * Only when nothing is queued, so no QP overtakes work queued before it;
  * the rest of a long post list goes to the bottom half, which shares the
- * main loop with the rest of QEMU.
+ * main loop with the rest of QEMU.  The vCPU that wrote the doorbell
+ * waits for all of it, so it is bounded by bytes as well as by WQEs: a
+ * WQE of a large message goes to the bottom half whole.
  */
 #define QRDMA_DB_INLINE_WQES 8
+#define QRDMA_DB_INLINE_BYTES (64 * KiB)
 
 static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
 {
@@ -1619,7 +1661,7 @@ static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
         qrdma_qp_kick(core, qp);
         return;
     }
-    qrdma_process_sq(core, qp, QRDMA_DB_INLINE_WQES);
+    qrdma_process_sq(core, qp, QRDMA_DB_INLINE_WQES, QRDMA_DB_INLINE_BYTES);
 }
 
 static void qrdma_rnr_expired(void *opaque)

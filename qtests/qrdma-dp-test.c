@@ -10,6 +10,8 @@
 
 #include "qemu/osdep.h"
 #include "qemu/module.h"
+#include "qemu/units.h"
+#include "hw/pci/pci_regs.h"
 #include "libqtest.h"
 #include "libqos/libqos-malloc.h"
 #include "qobject/qdict.h"
@@ -1936,43 +1938,45 @@ static void test_mw_more(void *obj, void *data, QGuestAllocator *alloc)
     expect_no_cqe(&e, &e.cq);
 }
 
+/*
+ * The second qrdma device of a two-device test, in slot 5: it answers to
+ * 10.0.2.16 only, and e1 sends to it.
+ */
+static void second_device(QQrdma *q, QQrdma *q2, QGuestAllocator *alloc,
+                          Env *e1, Env *e2)
+{
+    QPCIDevice *dev2 = qpci_device_find(q->dev.bus, QPCI_DEVFN(5, 0));
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_DEL_GID };
+
+    g_assert_nonnull(dev2);
+    memset(q2, 0, sizeof(*q2));
+    q2->dev = *dev2;
+    g_free(dev2);
+    env_init(e1, q, alloc);
+    env_init(e2, q2, alloc);
+    e2->t.qom_path = "/machine/peripheral/qrdma1";
+    g_assert_cmpuint(qrdma_t_exec(&e2->t, &cmd, NULL), ==, 0);
+    cmd.hdr.opcode = QRDMA_CMD_SET_GID;
+    cmd.gid.type = QRDMA_GID_TYPE_ROCE_V2;
+    memcpy(cmd.gid.gid, (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2,
+                                        16 }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e2->t, &cmd, NULL), ==, 0);
+    e1->peer_ip = 16;
+}
+
 /* Two qrdma devices of one QEMU: routed by destination GID and QPN. */
 static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
 {
-    QQrdma *q = obj;
-    QQrdma q2 = { };
-    QPCIDevice *dev2 = qpci_device_find(q->dev.bus, QPCI_DEVFN(5, 0));
-    struct qrdma_cmd cmd = {
-        .hdr.opcode = QRDMA_CMD_SET_GID,
-        .gid.type = QRDMA_GID_TYPE_ROCE_V2,
-        .gid.index = cpu_to_le32(1),
-        .gid.gid = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 16 },
-    };
+    QQrdma q2;
     struct qrdma_sq_wqe w;
     Env e1, e2;
     Qp a, b;
 
-    g_assert_nonnull(dev2);
-    q2.dev = *dev2;
-    g_free(dev2);
-    env_init(&e1, q, alloc);
-    env_init(&e2, &q2, alloc);
-    /* the second device answers to 10.0.2.16 only */
-    memset(&cmd.gid.gid, 0, 16);
-    cmd.hdr.opcode = QRDMA_CMD_DEL_GID;
-    cmd.gid.index = 0;
-    g_assert_cmpuint(qrdma_t_exec(&e2.t, &cmd, NULL), ==, 0);
-    cmd.hdr.opcode = QRDMA_CMD_SET_GID;
-    cmd.gid.index = cpu_to_le32(0);
-    memcpy(cmd.gid.gid, (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2,
-                                        16 }, 16);
-    g_assert_cmpuint(qrdma_t_exec(&e2.t, &cmd, NULL), ==, 0);
-
+    second_device(obj, &q2, alloc, &e1, &e2);
     g_assert_cmpuint(create_qp(&e1, &a, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
                      0);
     g_assert_cmpuint(create_qp(&e2, &b, QRDMA_QPT_RC, 0, &e2.cq, &e2.cq), ==,
                      0);
-    e1.peer_ip = 16;
     to_rtr(&e1, &a, b.qpn);
     to_rtr(&e2, &b, a.qpn);
     to_rts(&e1, &a, 0);
@@ -1994,6 +1998,407 @@ static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
     expect_cqe(&e1, &e1.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
                QRDMA_WC_SUCCESS);
     expect_data(&e2, 4096, "from device one");
+}
+
+/* Aim MSI-X vector of dev at addr with data, unmasked. */
+static void msix_aim(QPCIDevice *dev, uint16_t vector, uint64_t addr,
+                     uint32_t data)
+{
+    uint64_t entry = dev->msix_table_off + vector * PCI_MSIX_ENTRY_SIZE;
+
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_LOWER_ADDR, addr);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
+    qpci_io_writel(dev, dev->msix_table_bar, entry + PCI_MSIX_ENTRY_DATA,
+                   data);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+}
+
+/*
+ * Interrupts that reset a device while a peer delivers into it.  Device
+ * B's vectors write DEV_CTRL.RESET into a device's BAR0, so the first
+ * event B raises while A delivers into it (COMM_EST, an access error, a
+ * completion of an armed CQ, each flush CQE) resets that device.  QEMU's
+ * re-entrancy guard covers only the device whose handler runs (A), so the
+ * device itself must never send an interrupt in the middle of an
+ * operation: B's own reset, aimed at B, must not free B's rings under A;
+ * aimed at A, it must not reset A under its own doorbell.
+ */
+typedef struct PeerResetRound {
+    uint8_t op;
+    bool bad_rkey;                      /* B raises an access error too */
+    bool arm;                           /* and a completion event per CQE */
+    bool at_a;                          /* B's vectors aim at A, not B */
+} PeerResetRound;
+
+static void test_peer_reset_by_msi(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    const PeerResetRound *r = data;
+    QQrdma q2;
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    uint64_t target;
+    Env e1, e2;
+    Qp a, b;
+    unsigned v, k;
+
+    second_device(obj, &q2, alloc, &e1, &e2);
+    g_assert_cmpuint(create_qp(&e1, &a, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e2, &b, QRDMA_QPT_RC, 0, &e2.cq, &e2.cq), ==,
+                     0);
+    to_rtr(&e1, &a, b.qpn);
+    to_rtr(&e2, &b, a.qpn);
+    to_rts(&e1, &a, 0);
+    /* B stays in RTR: the first message raises COMM_EST. */
+    for (k = 0; k < 4; k++) {
+        post_recv(&e2, &b, 0xb0 + k, e2.data, 64, e2.lkey);
+    }
+    if (r->arm) {
+        /* Every flush CQE of B raises a completion event. */
+        ring_db(&e2, QRDMA_DB_CQ_ARM, e2.cq.cqn, QRDMA_DB_CQ_ARM_NEXT);
+    }
+    /* Only now: B's vector 0 fires on every command completion. */
+    qpci_msix_enable(&q2.dev);
+    target = (r->at_a ? e1.t.q->bar.addr : q2.bar.addr) + QRDMA_REG_DEV_CTRL;
+    for (v = 0; v < 2; v++) {
+        msix_aim(&q2.dev, v, target, QRDMA_DEV_CTRL_RESET);
+    }
+    w = wqe_sge(0xa1, r->op, e1.data, 16, e1.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e2.data);
+    w.rdma.rkey = cpu_to_le32(r->bad_rkey ? e2.lkey ^ 0x100 : e2.lkey);
+    post_send(&e1, &a, &w);
+    w.wr_id = 0xa2;
+    post_send(&e1, &a, &w);
+
+    /* Each device is either reset or whole. */
+    for (k = 0; k < 2; k++) {
+        Env *e = k ? &e2 : &e1;
+        uint32_t st = qrdma_t_readl(&e->t, QRDMA_REG_DEV_STATUS);
+
+        if (st == 0) {
+            g_assert_cmpuint(qrdma_t_qom_get(&e->t, "resources"), ==, 0);
+        } else {
+            g_assert_cmphex(st, ==, QRDMA_DEV_STATUS_READY);
+        }
+    }
+    if (!r->at_a) {
+        /* A was not reset: it reports both WRs, whatever became of B. */
+        for (k = 0; k < 2; k++) {
+            g_assert_true(poll_cq(&e1, &e1.cq, &cqe));
+            g_assert_cmphex(cqe.wr_id, ==, 0xa1 + k);
+            g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, a.qpn);
+        }
+    } else {
+        /* B's first event reset A, after A's doorbell write was over. */
+        g_assert_cmpuint(qrdma_t_readl(&e1.t, QRDMA_REG_DEV_STATUS), ==, 0);
+    }
+}
+
+static void add_peer_reset_tests(void)
+{
+    static const struct {
+        const char *name;
+        PeerResetRound r;
+    } rounds[] = {
+        { "send", { QRDMA_WR_SEND, false, false, false } },
+        { "send-armed", { QRDMA_WR_SEND, false, true, false } },
+        { "write-access-err", { QRDMA_WR_RDMA_WRITE, true, true, false } },
+        { "write-imm-access-err",
+          { QRDMA_WR_RDMA_WRITE_WITH_IMM, true, true, false } },
+        { "send-at-a", { QRDMA_WR_SEND, false, true, true } },
+        { "write-access-err-at-a", { QRDMA_WR_RDMA_WRITE, true, true, true } },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(rounds); i++) {
+        g_autofree char *name = g_strdup_printf("dp/peer-reset-by-msi/%s",
+                                                rounds[i].name);
+
+        qos_add_test(name, "qrdma", test_peer_reset_by_msi,
+                     &(QOSGraphTestOptions) {
+            .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
+            .arg = (void *)&rounds[i].r,
+        });
+    }
+}
+
+/*
+ * Guest RAM is checked on every access, not only at registration.  An MR
+ * on the RAM behind an ivshmem BAR is registered; then the guest turns
+ * that BAR off and puts the peer qrdma's doorbell page at its address.
+ * An RDMA WRITE into the MR must fail, and the peer see no doorbell: the
+ * device writes nothing but RAM, whatever the memory map became.
+ */
+static void test_dma_rechecked(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QQrdma *q = obj;
+    QPCIDevice *shm = qpci_device_find(q->dev.bus, QPCI_DEVFN(6, 0));
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    QPCIBar shm_bar;
+    uint64_t x, bad_db = QRDMA_DB_VAL(0x4321, 1);
+    uint64_t peer_errors, errors;
+    QQrdma q2;
+    Env e1, e2;
+    Qp a, b;
+
+    g_assert_nonnull(shm);
+    second_device(q, &q2, alloc, &e1, &e2);
+    qpci_device_enable(shm);
+    shm_bar = qpci_iomap(shm, 2, NULL);
+    x = shm_bar.addr;
+    g_assert_true(QEMU_IS_ALIGNED(x, 1 * MiB));
+
+    /* An MR of one page of the ivshmem RAM: RAM now, so it registers. */
+    cmd.reg_mr.pd = cpu_to_le32(e1.pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
+                                    QRDMA_ACCESS_REMOTE_WRITE);
+    cmd.reg_mr.iova = cpu_to_le64(x);
+    cmd.reg_mr.length = cpu_to_le64(4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e1, x));
+    cmd.reg_mr.npages = cpu_to_le32(1);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e1.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+
+    /* The page becomes the peer's doorbells. */
+    qpci_config_writew(shm, PCI_COMMAND, PCI_COMMAND_MASTER);
+    qpci_config_writel(&q2.dev, PCI_BASE_ADDRESS_2,
+                       (uint32_t)x | PCI_BASE_ADDRESS_MEM_TYPE_64);
+    qpci_config_writel(&q2.dev, PCI_BASE_ADDRESS_3, x >> 32);
+
+    /* A loopback pair on the first device. */
+    e1.peer_ip = 15;
+    pair(&e1, &a, &b, QRDMA_QPT_RC, 0);
+    qtest_memwrite(e1.t.qts, e1.data, &bad_db, sizeof(bad_db));
+    peer_errors = qrdma_t_qom_get(&e2.t, "guest-errors");
+    errors = qrdma_t_qom_get(&e1.t, "guest-errors");
+    w = wqe_sge(0xd1, QRDMA_WR_RDMA_WRITE, e1.data, 8, e1.lkey);
+    w.rdma.remote_addr = cpu_to_le64(x);
+    w.rdma.rkey = cpu_to_le32(le32_to_cpu(cmpl.data[0]));
+    post_send(&e1, &a, &w);
+    expect_cqe(&e1, &e1.cq, 0xd1, a.qpn, QRDMA_WC_RDMA_WRITE,
+               QRDMA_WC_REM_ACCESS_ERR);
+    g_assert_cmpuint(qrdma_t_qom_get(&e2.t, "guest-errors"), ==, peer_errors);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "guest-errors"), >, errors);
+    g_free(shm);
+}
+
+/*
+ * The device bounds what page lists all MRs together may hold
+ * (max-mr-pages-total), so that a guest with little RAM cannot make QEMU
+ * allocate gigabytes for page lists.  A fast-registration MR holds its
+ * max_pages from ALLOC_MR on.  The test device allows DATA_PAGES + 8.
+ */
+static void test_mr_pages_total(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_QUERY_DEVICE };
+    struct qrdma_device_attr attr;
+    struct qrdma_cmpl cmpl;
+    uint32_t lkey, fr;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    memset(&attr, 0, sizeof(attr));
+    cmd.query.resp_addr = cpu_to_le64(guest_alloc(alloc, sizeof(attr)));
+    cmd.query.resp_len = cpu_to_le32(sizeof(attr));
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==, QRDMA_STATUS_OK);
+    qtest_memread(e.t.qts, le64_to_cpu(cmd.query.resp_addr), &attr,
+                  sizeof(attr));
+    g_assert_cmpuint(le32_to_cpu(attr.max_mr_pages_total), ==,
+                     DATA_PAGES + 8);
+    /* No single MR may be larger than all of them together. */
+    g_assert_cmpuint(le32_to_cpu(attr.max_mr_pages), ==, DATA_PAGES + 8);
+
+    lkey = reg_mr(&e, e.pd, 0, 8 * 4096, QRDMA_ACCESS_LOCAL_WRITE);
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QRDMA_CMD_ALLOC_MR;
+    cmd.alloc_mr.pd = cpu_to_le32(e.pd);
+    cmd.alloc_mr.max_pages = cpu_to_le32(1);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==,
+                     QRDMA_STATUS_NO_RESOURCES);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEREG_MR, 0, lkey), ==,
+                     QRDMA_STATUS_OK);
+    cmd.alloc_mr.max_pages = cpu_to_le32(8);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    fr = le32_to_cpu(cmpl.handle);
+    /* The fast-registration MR holds its pages though it has none yet. */
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QRDMA_CMD_REG_MR;
+    cmd.reg_mr.pd = cpu_to_le32(e.pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE);
+    cmd.reg_mr.iova = cpu_to_le64(e.data);
+    cmd.reg_mr.length = cpu_to_le64(4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e, e.data));
+    cmd.reg_mr.npages = cpu_to_le32(1);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==,
+                     QRDMA_STATUS_NO_RESOURCES);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEREG_MR, 0, fr), ==,
+                     QRDMA_STATUS_OK);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==, QRDMA_STATUS_OK);
+}
+
+/*
+ * A DMA MR has no pages and its page_shift field means nothing: a value
+ * of 64 or more must not be shifted by.  (UBSan catches the shift.)
+ */
+static void test_dma_mr_page_shift(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    Env e;
+    Qp a, b;
+
+    env_init(&e, obj, alloc);
+    cmd.reg_mr.pd = cpu_to_le32(e.pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE);
+    cmd.reg_mr.flags = QRDMA_MR_F_DMA;
+    cmd.reg_mr.page_shift = 200;
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    write_data(&e, 0, "through the DMA MR");
+    w = wqe_sge(0xd2, QRDMA_WR_RDMA_WRITE, e.data, 20,
+                le32_to_cpu(cmpl.handle));
+    w.rdma.remote_addr = cpu_to_le64(e.data + 8192);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    expect_data(&e, 8192, "through the DMA MR");
+}
+
+/*
+ * A QP whose completion was lost to a CQ overrun is fatal, in ERR, for
+ * good: a local error of the same WQE must not move it to SQE, from
+ * where a move to RTS would revive it (S31 applies to live QPs only).
+ */
+static void test_fatal_stays_err(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    struct qrdma_query_qp_resp resp;
+    struct qrdma_sq_wqe w;
+    Cq small;
+    Env e;
+    Qp a, b;
+    unsigned i;
+
+    env_init(&e, obj, alloc);
+    g_assert_cmpuint(create_cq(&e, &small, 2, 1), ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UC, 0, &small, &e.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UC, 0, &e.cq, &e.cq), ==,
+                     0);
+    to_rtr(&e, &a, b.qpn);
+    to_rtr(&e, &b, a.qpn);
+    to_rts(&e, &a, 0);
+    to_rts(&e, &b, 0);
+    /* Four completions fill the CQ; nobody polls it. */
+    for (i = 0; i < 4; i++) {
+        w = wqe_sge(0xe0 + i, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+        w.rdma.remote_addr = cpu_to_le64(e.data + 4096);
+        w.rdma.rkey = cpu_to_le32(e.rkey);
+        post_send(&e, &a, &w);
+    }
+    /* A local error whose completion has nowhere to go. */
+    w = wqe_sge(0xe9, 0x7f, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    expect_event(&e, 0, QRDMA_EV_CQ_ERR, small.cqn);
+    expect_event(&e, 0, QRDMA_EV_QP_FATAL, a.qpn);
+    g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &resp), ==, 0);
+    g_assert_cmpuint(resp.attr.qp_state, ==, QRDMA_QPS_ERR);
+    /* ERR goes to RESET only (S40). */
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RTS, 0, 0), !=, 0);
+    g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &resp), ==, 0);
+    g_assert_cmpuint(resp.attr.qp_state, ==, QRDMA_QPS_ERR);
+}
+
+/*
+ * A send doorbell runs small messages inside the doorbell write, but a
+ * large one goes to the bottom half whole: the vCPU that rang waits for
+ * the doorbell write, and must not wait for megabytes to be copied.
+ */
+static void test_doorbell_byte_budget(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    enum { BIG_PAGES = 48, BIG = BIG_PAGES * 4096 };
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    struct qrdma_cmpl cmpl;
+    uint64_t pages[BIG_PAGES], big, deferred;
+    struct qrdma_sq_wqe w;
+    uint8_t first, last;
+    uint32_t key;
+    Env e;
+    Qp a, b;
+    int i;
+
+    env_init(&e, obj, alloc);
+    big = guest_alloc(alloc, 2 * BIG);
+    for (i = 0; i < BIG_PAGES; i++) {
+        pages[i] = big + BIG + i * 4096;
+    }
+    qtest_memset(e.t.qts, big, 0x5a, BIG);
+    qtest_memset(e.t.qts, big + BIG, 0, BIG);
+    cmd.reg_mr.pd = cpu_to_le32(e.pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
+                                    QRDMA_ACCESS_REMOTE_WRITE);
+    cmd.reg_mr.iova = cpu_to_le64(0x40000000);
+    cmd.reg_mr.length = cpu_to_le64(BIG);
+    cmd.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e.t, pages,
+                                                          BIG_PAGES));
+    cmd.reg_mr.npages = cpu_to_le32(BIG_PAGES);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    key = le32_to_cpu(cmpl.handle);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+
+    deferred = qrdma_t_qom_get(&e.t, "sq-deferred");
+    w = wqe_sge(0xf1, QRDMA_WR_RDMA_WRITE, e.data, 4096, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(0x40000000);
+    w.rdma.rkey = cpu_to_le32(key);
+    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "sq-deferred"), ==, deferred);
+
+    /* The source: the first half, through the kernel's local DMA lkey. */
+    w = wqe_sge(0xf2, QRDMA_WR_RDMA_WRITE, big, BIG, QRDMA_LOCAL_DMA_LKEY);
+    w.rdma.remote_addr = cpu_to_le64(0x40000000);
+    w.rdma.rkey = cpu_to_le32(key);
+    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "sq-deferred"), ==, deferred + 1);
+    first = qtest_readb(e.t.qts, big + BIG);
+    last = qtest_readb(e.t.qts, big + 2 * BIG - 1);
+    g_assert_cmphex(first, ==, 0x5a);
+    g_assert_cmphex(last, ==, 0x5a);
+}
+
+/*
+ * An RDMA WRITE into the sender's own MR may overlap its source: the
+ * device copies as memmove does (memcpy is undefined there; ASan says so).
+ */
+static void test_write_overlap(void *obj, void *data, QGuestAllocator *alloc)
+{
+    uint8_t src[256], got[256];
+    struct qrdma_sq_wqe w;
+    Env e;
+    Qp a, b;
+    int i;
+
+    env_init(&e, obj, alloc);
+    for (i = 0; i < sizeof(src); i++) {
+        src[i] = i;
+    }
+    qtest_memwrite(e.t.qts, e.data, src, sizeof(src));
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = wqe_sge(0xf3, QRDMA_WR_RDMA_WRITE, e.data, sizeof(src), e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 8);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qtest_memread(e.t.qts, e.data + 8, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), src, sizeof(src));
 }
 
 /* DEVICE_FATAL: the command ring vanishes from under the device. */
@@ -2383,6 +2788,23 @@ static void qrdma_dp_register_tests(void)
                  &(QOSGraphTestOptions) {
         .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
     });
+    add_peer_reset_tests();
+    qos_add_test("dp/dma-rechecked", "qrdma", test_dma_rechecked,
+                 &(QOSGraphTestOptions) {
+        .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1 "
+                                "-object memory-backend-ram,id=shm,size=1M "
+                                "-device ivshmem-plain,memdev=shm,addr=06.0",
+    });
+    qos_add_test("dp/mr-pages-total", "qrdma", test_mr_pages_total,
+                 &(QOSGraphTestOptions) {
+        .edge.extra_device_opts = "max-mr-pages-total=24",
+    });
+    qos_add_test("dp/dma-mr-page-shift", "qrdma", test_dma_mr_page_shift,
+                 NULL);
+    qos_add_test("dp/fatal-stays-err", "qrdma", test_fatal_stays_err, NULL);
+    qos_add_test("dp/doorbell-byte-budget", "qrdma",
+                 test_doorbell_byte_budget, NULL);
+    qos_add_test("dp/write-overlap", "qrdma", test_write_overlap, NULL);
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
     qos_add_test("fuzz/wqes", "qrdma", test_fuzz_wqes, NULL);
     qos_add_test("bench/write-throughput", "qrdma", test_bench_write, NULL);

@@ -155,7 +155,8 @@ uint64_t qrdma_t_qom_get(QrdmaT *t, const char *prop)
     uint64_t n;
 
     rsp = qtest_qmp(t->qts, "{ 'execute': 'qom-get', 'arguments': "
-                    "{ 'path': %s, 'property': %s } }", QRDMA_QOM_PATH, prop);
+                    "{ 'path': %s, 'property': %s } }",
+                    t->qom_path ? t->qom_path : QRDMA_QOM_PATH, prop);
     g_assert(qdict_haskey(rsp, "return"));
     n = qdict_get_int(rsp, "return");
     qobject_unref(rsp);

@@ -39,6 +39,7 @@ typedef struct QrdmaT {
     uint32_t log2;
     uint32_t pi;
     uint16_t next_id;
+    const char *qom_path;               /* for qom-get; NULL: qrdma0's */
 } QrdmaT;
 
 /* Map BAR0, enable bus mastering and the device with a ring of 2^log2. */
