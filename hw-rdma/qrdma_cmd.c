@@ -1681,10 +1681,11 @@ void qrdma_cmdq_process(void *opaque)
             qrdma_fatal(core, QRDMA_CONFIG_ERR_DMA);
             break;
         }
+        /* The driver polls the phase bit: the rest must be seen first. */
         smp_wmb();
         cmpl.flags = phase ? QRDMA_CMPL_F_PHASE : 0;
         qrdma_dma_write(core, cmpl_addr + offsetof(struct qrdma_cmpl, flags),
-                      &cmpl.flags, sizeof(cmpl.flags));
+                        &cmpl.flags, sizeof(cmpl.flags));
         q->ci++;
         completed = true;
     }

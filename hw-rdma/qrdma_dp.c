@@ -164,6 +164,7 @@ static void qrdma_eq_post(QrdmaCore *core, unsigned n, uint8_t type,
         core->counters.events_dropped++;
         return;
     }
+    /* The driver polls the phase bit: the rest must be seen first. */
     smp_wmb();
     eqe.flags = phase ? QRDMA_EQE_F_PHASE : 0;
     qrdma_dma_write(core, addr + offsetof(struct qrdma_eqe, flags),
@@ -1843,9 +1844,11 @@ void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp)
 
 void qrdma_dp_realize(QrdmaCore *core)
 {
+    DeviceState *dev = DEVICE(core->owner);
+
     QSIMPLEQ_INIT(&core->work);
     core->dp_bh = qemu_bh_new_guarded(qrdma_dp_run, core,
-                                      &DEVICE(core->owner)->mem_reentrancy_guard);
+                                      &dev->mem_reentrancy_guard);
     QLIST_INSERT_HEAD(&qrdma_fabric, core, fabric);
     core->port_up = qrdma_eth_link_up(core);
 }

@@ -359,7 +359,7 @@ GRand *qrdma_t_fuzz_rand(void)
 {
     unsigned seed = qrdma_t_env("QRDMA_FUZZ_SEED", 0x71726d61);
 
-    g_test_message("QRDMA_FUZZ_SEED=%#x", seed);
+    g_test_message("QRDMA_FUZZ_SEED=0x%x", seed);
     return g_rand_new_with_seed(seed);
 }
 

@@ -17,6 +17,10 @@ QEMU_SRC=$QRDMA_CACHE/qemu-$QEMU_VERSION/src
 # qtests do not need) runs the qtests under ASan and UBSan.
 QEMU_BUILD=$QRDMA_CACHE/qemu-$QEMU_VERSION/build
 QEMU_BUILD_SAN=$QRDMA_CACHE/qemu-$QEMU_VERSION/build-san
+# The libFuzzer build (clang), for scripts/fuzz-qrdma, from a tree of its
+# own that also has hw-rdma/qemu-10.0-fuzz.patch.
+QEMU_SRC_FUZZ=$QRDMA_CACHE/qemu-$QEMU_VERSION/src-fuzz
+QEMU_BUILD_FUZZ=$QRDMA_CACHE/qemu-$QEMU_VERSION/build-fuzz
 
 RDMA_CORE_VERSION=56.1
 RDMA_CORE_ORIG=rdma-core_56.1.orig.tar.gz
