@@ -159,7 +159,10 @@ typedef struct QrdmaQp {
     bool comm_est;                      /* first message seen */
     bool fatal;                         /* lost a completion: QP_FATAL */
     uint8_t rnr_left;                   /* RNR retries left for this WQE */
-    QEMUTimer *rnr_timer;
+    uint8_t retry_left;                 /* transport retries left for it */
+    bool retry_wait;                    /* no answer: waits for its timer */
+    bool retry_due;                     /* that timer expired */
+    QEMUTimer *timer;                   /* the RNR or the retry wait */
     struct QrdmaCore *core;
     QSIMPLEQ_ENTRY(QrdmaQp) next;
 } QrdmaQp;

@@ -1151,6 +1151,32 @@ static size_t qrdma_wqe_rest(const struct qrdma_sq_wqe *wqe)
            used - sizeof(struct qrdma_sge) : 0;
 }
 
+/*
+ * An RC request that no responder answered (none at that GID and QPN, or
+ * one not yet in RTR, as in a connection set-up race) is sent again when
+ * the local ACK timeout, 4.096 us * 2^timeout, expires, up to retry_cnt
+ * times; only when the last one is not answered either does it complete
+ * with RETRY_EXC_ERR.  timeout 0 means no timer: the request waits until
+ * the QP leaves RTS.  Returns false when the retries are spent.
+ */
+static bool qrdma_retry_later(QrdmaQp *qp)
+{
+    if (qp->retry_due) {
+        qp->retry_due = false;
+        if (!qp->retry_left) {
+            return false;
+        }
+        qp->retry_left--;
+    }
+    qp->retry_wait = true;
+    trace_qrdma_retry(qp->qpn, qp->retry_left);
+    if (qp->attr.timeout) {
+        timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  (4096ll << qp->attr.timeout));
+    }
+    return true;
+}
+
 typedef enum QrdmaExec {
     QRDMA_EXEC_NEXT,                    /* done: on to the next WQE */
     QRDMA_EXEC_STOP,                    /* the queue waits (RNR, an error) */
@@ -1426,7 +1452,12 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
     if (!dst || dst->type != qp->type || dst->state < QRDMA_QPS_RTR ||
         dst->state > QRDMA_QPS_SQE) {
         if (qp->type == QRDMA_QPT_RC) {
-            /* No responder answers: the transport retries run out. */
+            /* No responder answers: try again after the ACK timeout. */
+            if (qrdma_retry_later(qp)) {
+                qp->sq_ci--;
+                core->counters.wqes--;
+                return QRDMA_EXEC_STOP;
+            }
             status = QRDMA_WC_RETRY_EXC_ERR;
         }
         goto complete;
@@ -1516,7 +1547,7 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
         /* Not done: the WQE runs again when the timer fires. */
         qp->sq_ci--;
         trace_qrdma_rnr(qp->qpn, qp->rnr_left);
-        timer_mod(qp->rnr_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+        timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                   (int64_t)qrdma_rnr_10us[dst->attr.min_rnr_timer & 31] *
                   10 * SCALE_US);
         return QRDMA_EXEC_STOP;
@@ -1549,6 +1580,8 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
 
 complete:
     qp->rnr_left = qp->attr.rnr_retry;
+    qp->retry_left = qp->attr.retry_cnt;
+    qp->retry_due = false;
     if (signaled || status) {
         qrdma_send_cqe(core, qp, wqe.wr_id, qrdma_wc_opcode(wqe.opcode),
                        status, (wqe.opcode == QRDMA_WR_RDMA_READ ||
@@ -1578,7 +1611,8 @@ static void qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
             qrdma_flush_sq(core, qp);
             return;
         }
-        if (qp->state != QRDMA_QPS_RTS || timer_pending(qp->rnr_timer)) {
+        if (qp->state != QRDMA_QPS_RTS || timer_pending(qp->timer) ||
+            qp->retry_wait) {
             return;
         }
         ret = qrdma_exec_send(core, qp, &bytes);
@@ -1665,10 +1699,15 @@ static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
     qrdma_process_sq(core, qp, QRDMA_DB_INLINE_WQES, QRDMA_DB_INLINE_BYTES);
 }
 
-static void qrdma_rnr_expired(void *opaque)
+/* The QP's timer: an RNR wait or a retry wait is over. */
+static void qrdma_qp_timer_expired(void *opaque)
 {
     QrdmaQp *qp = opaque;
 
+    if (qp->retry_wait) {
+        qp->retry_wait = false;
+        qp->retry_due = true;
+    }
     qrdma_qp_kick(qp->core, qp);
 }
 
@@ -1776,7 +1815,7 @@ bad:
 void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp)
 {
     qp->core = core;
-    qp->rnr_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_rnr_expired, qp);
+    qp->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_qp_timer_expired, qp);
 }
 
 static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
@@ -1785,9 +1824,11 @@ static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
         QSIMPLEQ_REMOVE(&core->work, qp, QrdmaQp, next);
         qp->queued = false;
     }
-    if (qp->rnr_timer) {
-        timer_del(qp->rnr_timer);
+    if (qp->timer) {
+        timer_del(qp->timer);
     }
+    qp->retry_wait = false;
+    qp->retry_due = false;
 }
 
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
@@ -1825,6 +1866,7 @@ void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
         break;
     case QRDMA_QPS_RTS:
         qp->rnr_left = qp->attr.rnr_retry;
+        qp->retry_left = qp->attr.retry_cnt;
         if (qp->sq_pi != qp->sq_ci) {
             qrdma_qp_kick(core, qp);
         }
@@ -1836,8 +1878,8 @@ void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp)
 {
     /* S11: nothing of it runs after this. */
     qrdma_qp_unqueue(core, qp);
-    timer_free(qp->rnr_timer);
-    qp->rnr_timer = NULL;
+    timer_free(qp->timer);
+    qp->timer = NULL;
 }
 
 /* Device */
@@ -1869,9 +1911,9 @@ void qrdma_dp_reset(QrdmaCore *core)
         QrdmaQp *qp = &core->qp[i];
 
         qp->queued = false;
-        if (qp->rnr_timer) {
-            timer_free(qp->rnr_timer);
-            qp->rnr_timer = NULL;
+        if (qp->timer) {
+            timer_free(qp->timer);
+            qp->timer = NULL;
         }
     }
     memset(core->eq, 0, sizeof(core->eq));

@@ -10,6 +10,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/module.h"
+#include "qemu/timer.h"
 #include "qemu/units.h"
 #include "hw/pci/pci_regs.h"
 #include "libqtest.h"
@@ -51,6 +52,8 @@ typedef struct Env {
     uint32_t eq1_ci;
     uint8_t peer_ip;                    /* last byte of the peer's GID */
     uint32_t qp_access;                 /* qp_access_flags of modify() */
+    uint8_t timeout;                    /* local ACK timeout of modify() */
+    uint8_t retry_cnt;                  /* and its retry count */
 } Env;
 
 static uint64_t page_list1(Env *e, uint64_t page)
@@ -101,6 +104,8 @@ static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
     e->peer_ip = 15;
     e->qp_access = QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_READ |
                    QRDMA_ACCESS_REMOTE_ATOMIC;
+    e->timeout = 14;
+    e->retry_cnt = 7;
     qrdma_t_init(&e->t, obj, alloc, 4);
     e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
     e->eq0 = guest_alloc(alloc, 4096);
@@ -169,8 +174,8 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
         .max_dest_rd_atomic = 4,
         .min_rnr_timer = 1,
         .port_num = 1,
-        .timeout = 14,
-        .retry_cnt = 7,
+        .timeout = e->timeout,
+        .retry_cnt = e->retry_cnt,
         .rnr_retry = rnr_retry,
         .av.hop_limit = 64,
         /* ::ffff:10.0.2.<peer_ip>; qrdma_t_set_gid() sets .15 */
@@ -333,6 +338,29 @@ static void expect_no_cqe(Env *e, Cq *cq)
     struct qrdma_cqe cqe;
 
     g_assert_false(poll_cq(e, cq, &cqe));
+}
+
+/*
+ * The next CQE, with QEMU's virtual clock stepped by step_ns between
+ * looks, at most n times: for completions that wait for a device timer.
+ * Returns the virtual time it took, in ns.
+ */
+static int64_t expect_cqe_stepping(Env *e, Cq *cq, uint64_t wr_id,
+                                   uint32_t qpn, uint8_t status,
+                                   int64_t step_ns, int n)
+{
+    struct qrdma_cqe cqe;
+    int64_t waited = 0;
+
+    while (!poll_cq(e, cq, &cqe)) {
+        g_assert_cmpint(n--, >, 0);
+        qtest_clock_step(e->t.qts, step_ns);
+        waited += step_ns;
+    }
+    g_assert_cmphex(cqe.wr_id, ==, wr_id);
+    g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, qpn);
+    g_assert_cmpuint(cqe.status, ==, status);
+    return waited;
 }
 
 /* The next event on EQ n, which must be type and handle. */
@@ -1039,7 +1067,8 @@ static void test_s11_s12_s16_destroy(void *obj, void *data,
     w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
     post_send(&e, &a, &w);
     /* the peer is gone: RC retries run out, nothing lands */
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, 0, QRDMA_WC_RETRY_EXC_ERR);
+    expect_cqe_stepping(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
+                        100 * SCALE_MS, 20);
     expect_no_cqe(&e, &e.cq);
     g_assert_cmphex(qtest_readq(e.t.qts, e.data + 4096 * 4), ==, 0x5a5a5a5a);
 
@@ -2401,6 +2430,99 @@ static void test_write_overlap(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpmem(got, sizeof(got), src, sizeof(src));
 }
 
+/*
+ * An RC request that no responder answers is sent again after the local
+ * ACK timeout.  The common race of connection set-up: the requester is in
+ * RTS before its peer reaches RTR; the first send finds nobody, and the
+ * retransmission after the timeout succeeds.
+ */
+static void test_rc_retry_late_rtr(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    struct qrdma_sq_wqe w;
+    Env e;
+    Qp a, b;
+
+    env_init(&e, obj, alloc);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, b.qpn);
+    to_rts(&e, &a, 0);
+    g_assert_cmpuint(modify(&e, &b, A(STATE) | A(PKEY_INDEX) | A(PORT) |
+                            A(ACCESS_FLAGS), QRDMA_QPS_INIT, 0, 0), ==, 0);
+    write_data(&e, 0, "late");
+    w = wqe_sge(0xc1, QRDMA_WR_SEND, e.data, 5, e.lkey);
+    post_send(&e, &a, &w);
+    /* Nobody answers yet: no completion until the timer fires. */
+    expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(modify(&e, &b, A(STATE) | A(AV) | A(PATH_MTU) |
+                            A(DEST_QPN) | A(RQ_PSN) | A(MAX_DEST_RD_ATOMIC) |
+                            A(MIN_RNR_TIMER), QRDMA_QPS_RTR, a.qpn, 0),
+                     ==, 0);
+    post_recv(&e, &b, 0xc2, e.data + 4096, 64, e.lkey);
+    /* 4.096 us * 2^14 = 67 ms later the request goes again, and lands. */
+    expect_cqe_stepping(&e, &e.cq, 0xc2, b.qpn, QRDMA_WC_SUCCESS,
+                        10 * SCALE_MS, 20);
+    expect_cqe(&e, &e.cq, 0xc1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096, "late");
+}
+
+/*
+ * With nobody ever answering, the request is sent 1 + retry_cnt times and
+ * fails RETRY_EXC_ERR when the last one times out: (1 + 3) * 4.19 ms for
+ * timeout 10 and retry_cnt 3.  A move to ERR meanwhile flushes it instead,
+ * and timeout 0 (no timer) waits for as long as it takes.
+ */
+static void test_rc_retry_budget(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    const int64_t t = 4096ll << 10;
+    struct qrdma_sq_wqe w;
+    int64_t took;
+    Env e;
+    Qp a;
+
+    env_init(&e, obj, alloc);
+    e.timeout = 10;
+    e.retry_cnt = 3;
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, 0x7777);
+    to_rts(&e, &a, 0);
+    w = wqe_sge(0xc3, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    post_send(&e, &a, &w);
+    took = expect_cqe_stepping(&e, &e.cq, 0xc3, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
+                               SCALE_MS / 4, 200);
+    g_assert_cmpint(took, >=, 4 * t);
+    g_assert_cmpint(took, <, 4 * t + SCALE_MS / 2);
+
+    /* Outstanding when the QP goes to ERR: flushed, not a retry error. */
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
+                     ==, 0);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, 0x7777);
+    to_rts(&e, &a, 0);
+    w.wr_id = 0xc4;
+    post_send(&e, &a, &w);
+    qtest_clock_step(e.t.qts, 2 * t);
+    expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    expect_cqe(&e, &e.cq, 0xc4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_WR_FLUSH_ERR);
+
+    /* timeout 0: no timer, the request waits (an hour here). */
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
+                     ==, 0);
+    e.timeout = 0;
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, 0x7777);
+    to_rts(&e, &a, 0);
+    w.wr_id = 0xc5;
+    post_send(&e, &a, &w);
+    qtest_clock_step(e.t.qts, 3600 * NANOSECONDS_PER_SECOND);
+    expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    expect_cqe(&e, &e.cq, 0xc5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_WR_FLUSH_ERR);
+}
+
 /* DEVICE_FATAL: the command ring vanishes from under the device. */
 /*
  * Seeded random WQEs (QRDMA_FUZZ_SEED replays one run): bytes at random,
@@ -2805,6 +2927,9 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/doorbell-byte-budget", "qrdma",
                  test_doorbell_byte_budget, NULL);
     qos_add_test("dp/write-overlap", "qrdma", test_write_overlap, NULL);
+    qos_add_test("dp/rc-retry-late-rtr", "qrdma", test_rc_retry_late_rtr,
+                 NULL);
+    qos_add_test("dp/rc-retry-budget", "qrdma", test_rc_retry_budget, NULL);
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
     qos_add_test("fuzz/wqes", "qrdma", test_fuzz_wqes, NULL);
     qos_add_test("bench/write-throughput", "qrdma", test_bench_write, NULL);
