@@ -3,7 +3,7 @@
  * qrdma hardware interface: the one definition of what the device exposes.
  *
  * The QEMU device model, its qtests, the Linux driver and the rdma-core
- * provider all include this file; docs/qrdma-spec.rst describes it in prose.
+ * provider all include this file; docs/specs/qrdma.rst describes it in prose.
  * Every multi-byte field is little-endian.  Nothing here may depend on the
  * environment it is compiled in beyond fixed-width integer types.
  */

@@ -7,7 +7,7 @@
  *
  * This file is the PCI and QOM glue: BARs, MSI-X, properties, reset and
  * migration.  The device logic lives in qrdma_core.c.  The interface is
- * specified in docs/qrdma-spec.rst and defined in qrdma-hw.h.
+ * specified in docs/specs/qrdma.rst and defined in qrdma-hw.h.
  */
 
 #include "qemu/osdep.h"

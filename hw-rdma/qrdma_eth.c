@@ -8,7 +8,7 @@
  * A plain Ethernet port beside the RDMA engine: one TX and one RX ring of
  * 16-byte descriptors in guest memory, each descriptor holding one whole
  * frame, and a net client towards the -netdev backend.  The interface is
- * the Ethernet part of qrdma-hw.h; docs/qrdma-spec.rst describes it.
+ * the Ethernet part of qrdma-hw.h; docs/specs/qrdma.rst describes it.
  *
  * Everything that comes from the guest (registers, descriptors, the
  * migration stream) is checked before use.  A descriptor is copied out of

@@ -1,7 +1,7 @@
 /*
  * QTest testcase for the qrdma data path: work queues, the loopback
  * fabric, completions, events and flushes.  Tests of a lifecycle rule are
- * named by its id in the project's docs/lifecycle.rst.
+ * named by its id in the project's docs/specs/qrdma-lifecycle.rst.
  *
  * Copyright (c) 2026 The qrdma developers
  *

@@ -1,6 +1,7 @@
 /*
  * QTest testcase for qrdma queue pairs: the lifecycle rules the device
- * decides, named by their ids in the project's docs/lifecycle.rst (S2...S40).
+ * decides, named by their ids in the project's
+ * docs/specs/qrdma-lifecycle.rst (S2...S40).
  *
  * Copyright (c) 2026 The qrdma developers
  *

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The qrdma PCI function as the guest kernel sees it, booted with
 # -device qrdma: identity, BARs and capabilities must match
-# docs/qrdma-spec.rst.  Prints TAP.
+# docs/specs/qrdma.rst.  Prints TAP.
 set -u
 
 n=0

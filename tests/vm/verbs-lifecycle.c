@@ -7,8 +7,8 @@
  *        of the QP (here QP_LAST_WQE_REACHED);
  *   S22  ibv_destroy_cq waits for an unacknowledged CQ_ERR of the CQ;
  *
- * and the other rules of docs/lifecycle.rst that the driver or the
- * provider decides or that only show end to end (S2-S7, S10-S14, S16,
+ * and the other rules of docs/specs/qrdma-lifecycle.rst that the driver or
+ * the provider decides or that only show end to end (S2-S7, S10-S14, S16,
  * S20, S21, S30-S38), each test named by its id.  Pairs of RC/UC/UD QPs
  * of the device talk over its loopback fabric with the port's IPv4-mapped
  * RoCE v2 GID.
