@@ -304,6 +304,8 @@ static const VMStateDescription qrdma_vmstate = {
 
 static const Property qrdma_properties[] = {
     DEFINE_NIC_PROPERTIES(QrdmaState, core.eth.conf),
+    DEFINE_PROP_LINK("fabric", QrdmaState, core.fabric_link,
+                     TYPE_QRDMA_FABRIC, QrdmaFabric *),
     DEFINE_PROP_UINT16("msix-vectors", QrdmaState, core.msix_vectors,
                        QRDMA_MSIX_VECTORS_DEFAULT),
     DEFINE_PROP_UINT32("max-uctx", QrdmaState, core.limits.max_uctx, 64),

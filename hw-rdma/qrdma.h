@@ -15,6 +15,7 @@
 #include "qemu/queue.h"
 #include "qemu/timer.h"
 #include "hw/rdma/qrdma-hw.h"
+#include "qrdma_fabric.h"
 
 #define TYPE_QRDMA "qrdma"
 OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
@@ -295,7 +296,9 @@ typedef struct QrdmaCore {
     bool port_up;                       /* as last reported to the driver */
     QEMUBH *dp_bh;
     QSIMPLEQ_HEAD(, QrdmaQp) work;      /* QPs with send work to do */
-    QLIST_ENTRY(QrdmaCore) fabric;      /* all qrdma devices of QEMU */
+    QrdmaFabric *fabric_link;           /* the "fabric" property, or NULL */
+    QrdmaFabric *fabric;                /* the fabric joined */
+    QLIST_ENTRY(QrdmaCore) fabric_next;
 
     QrdmaCounters counters;
     Error *migration_blocker;

@@ -9,7 +9,7 @@
  * runs in a bottom half, one WQE at a time, each copied once out of guest
  * memory before it is checked.
  * The fabric is loopback: between QPs of one device and between the qrdma
- * devices of one QEMU process, routed by destination GID and QPN, with the
+ * devices of its qrdma-fabric, routed by destination GID and QPN, with the
  * transport semantics of RC, UC and UD applied as if packets had flowed.
  * Data moves with a single copy between mapped guest pages.
  */
@@ -24,10 +24,8 @@
 #include "net/checksum.h"
 #include "qrdma.h"
 #include "qrdma_cmd.h"
+#include "qrdma_fabric.h"
 #include "trace.h"
-
-static QLIST_HEAD(, QrdmaCore) qrdma_fabric =
-    QLIST_HEAD_INITIALIZER(qrdma_fabric);
 
 #define QRDMA_MAX_MSG (1u << 31)
 
@@ -749,28 +747,6 @@ static void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only)
     qrdma_dp_qp_modified(core, qp, from);
 }
 
-/* The QP (of any qrdma device) a destination GID and QPN name. */
-static QrdmaQp *qrdma_fabric_qp(const uint8_t *dgid, uint32_t qpn,
-                                QrdmaCore **dst_core)
-{
-    QrdmaCore *c;
-    int i, idx;
-
-    QLIST_FOREACH(c, &qrdma_fabric, fabric) {
-        for (i = 0; i < QRDMA_GID_TABLE_LEN; i++) {
-            if (c->gid[i].type && !memcmp(c->gid[i].gid, dgid, 16)) {
-                idx = qrdma_table_lookup(&c->qp_table, qpn);
-                if (idx < 0) {
-                    return NULL;
-                }
-                *dst_core = c;
-                return &c->qp[idx];
-            }
-        }
-    }
-    return NULL;
-}
-
 typedef enum {
     QRDMA_RX_OK,
     QRDMA_RX_DROP,                      /* silently: UC, UD */
@@ -1412,7 +1388,7 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
             QrdmaCore *c;
             uint32_t g, k;
 
-            QLIST_FOREACH(c, &qrdma_fabric, fabric) {
+            QRDMA_FABRIC_FOREACH_MEMBER(c, core->fabric) {
                 for (g = 0; g < c->mcast_table.max; g++) {
                     QrdmaMcast *m = &c->mcast[g];
 
@@ -1434,7 +1410,8 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
             }
             goto complete;
         }
-        dst = qrdma_fabric_qp(dgid, le32_to_cpu(wqe.ud.remote_qpn), &dc);
+        dst = qrdma_fabric_find_qp(core->fabric, dgid,
+                                   le32_to_cpu(wqe.ud.remote_qpn), &dc);
         if (!dst || (dst->type != QRDMA_QPT_UD &&
                      dst->type != QRDMA_QPT_GSI) ||
             dst->state < QRDMA_QPS_RTR || dst->state > QRDMA_QPS_SQE ||
@@ -1448,7 +1425,8 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
 
     av = &qp->attr.av;
     dgid = av->dgid;
-    dst = qrdma_fabric_qp(dgid, le32_to_cpu(qp->attr.dest_qp_num), &dc);
+    dst = qrdma_fabric_find_qp(core->fabric, dgid,
+                               le32_to_cpu(qp->attr.dest_qp_num), &dc);
     if (!dst || dst->type != qp->type || dst->state < QRDMA_QPS_RTR ||
         dst->state > QRDMA_QPS_SQE) {
         if (qp->type == QRDMA_QPT_RC) {
@@ -1891,13 +1869,14 @@ void qrdma_dp_realize(QrdmaCore *core)
     QSIMPLEQ_INIT(&core->work);
     core->dp_bh = qemu_bh_new_guarded(qrdma_dp_run, core,
                                       &dev->mem_reentrancy_guard);
-    QLIST_INSERT_HEAD(&qrdma_fabric, core, fabric);
+    qrdma_fabric_join(core->fabric_link ? core->fabric_link :
+                      qrdma_fabric_default(), core);
     core->port_up = qrdma_eth_link_up(core);
 }
 
 void qrdma_dp_unrealize(QrdmaCore *core)
 {
-    QLIST_REMOVE(core, fabric);
+    qrdma_fabric_leave(core);
     qemu_bh_delete(core->dp_bh);
 }
 

@@ -1968,28 +1968,38 @@ static void test_mw_more(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * Another qrdma device of a multi-device test, in PCI slot `slot`, with
+ * QOM id qrdma<slot - 4>: it answers to 10.0.2.<ip> only.
+ */
+static void other_device(QQrdma *q, unsigned slot, uint8_t ip, QQrdma *qn,
+                         QGuestAllocator *alloc, Env *en)
+{
+    QPCIDevice *dev = qpci_device_find(q->dev.bus, QPCI_DEVFN(slot, 0));
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_DEL_GID };
+
+    g_assert_nonnull(dev);
+    memset(qn, 0, sizeof(*qn));
+    qn->dev = *dev;
+    g_free(dev);
+    env_init(en, qn, alloc);
+    en->t.qom_path = g_strdup_printf("/machine/peripheral/qrdma%u", slot - 4);
+    g_assert_cmpuint(qrdma_t_exec(&en->t, &cmd, NULL), ==, 0);
+    cmd.hdr.opcode = QRDMA_CMD_SET_GID;
+    cmd.gid.type = QRDMA_GID_TYPE_ROCE_V2;
+    memcpy(cmd.gid.gid, (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2,
+                                        ip }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&en->t, &cmd, NULL), ==, 0);
+}
+
+/*
  * The second qrdma device of a two-device test, in slot 5: it answers to
  * 10.0.2.16 only, and e1 sends to it.
  */
 static void second_device(QQrdma *q, QQrdma *q2, QGuestAllocator *alloc,
                           Env *e1, Env *e2)
 {
-    QPCIDevice *dev2 = qpci_device_find(q->dev.bus, QPCI_DEVFN(5, 0));
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_DEL_GID };
-
-    g_assert_nonnull(dev2);
-    memset(q2, 0, sizeof(*q2));
-    q2->dev = *dev2;
-    g_free(dev2);
     env_init(e1, q, alloc);
-    env_init(e2, q2, alloc);
-    e2->t.qom_path = "/machine/peripheral/qrdma1";
-    g_assert_cmpuint(qrdma_t_exec(&e2->t, &cmd, NULL), ==, 0);
-    cmd.hdr.opcode = QRDMA_CMD_SET_GID;
-    cmd.gid.type = QRDMA_GID_TYPE_ROCE_V2;
-    memcpy(cmd.gid.gid, (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2,
-                                        16 }, 16);
-    g_assert_cmpuint(qrdma_t_exec(&e2->t, &cmd, NULL), ==, 0);
+    other_device(q, 5, 16, q2, alloc, e2);
     e1->peer_ip = 16;
 }
 
@@ -2523,6 +2533,62 @@ static void test_rc_retry_budget(void *obj, void *data,
     expect_cqe(&e, &e.cq, 0xc5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_WR_FLUSH_ERR);
 }
 
+/*
+ * Functions reach each other only on one qrdma-fabric.  qrdma1 and qrdma2
+ * link to fabric f1, qrdma0 stays on the default one: a send from qrdma2
+ * reaches qrdma1, one from qrdma0 finds nobody and its retries run out.
+ * A fabric cannot be unplugged.
+ */
+static void test_fabric_link(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QQrdma q1, q2;
+    struct qrdma_sq_wqe w;
+    QDict *rsp;
+    Env e0, e1, e2;
+    Qp a, b, c;
+
+    env_init(&e0, obj, alloc);
+    other_device(obj, 5, 16, &q1, alloc, &e1);
+    other_device(obj, 6, 17, &q2, alloc, &e2);
+    e0.peer_ip = 16;
+    e2.peer_ip = 16;
+    e1.peer_ip = 17;
+    e0.timeout = 8;
+    e0.retry_cnt = 1;
+    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_RC, 0, &e0.cq, &e0.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e2, &c, QRDMA_QPT_RC, 0, &e2.cq, &e2.cq), ==,
+                     0);
+    to_rtr(&e2, &c, b.qpn);
+    to_rtr(&e1, &b, c.qpn);
+    to_rts(&e2, &c, 0);
+    to_rts(&e1, &b, 0);
+    to_rtr(&e0, &a, b.qpn);
+    to_rts(&e0, &a, 0);
+
+    write_data(&e2, 0, "fabric");
+    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    w = wqe_sge(0xc1, QRDMA_WR_SEND, e2.data, 7, e2.lkey);
+    post_send(&e2, &c, &w);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e2, &e2.cq, 0xc1, c.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e1, 0, "fabric");
+
+    post_recv(&e1, &b, 0xb2, e1.data, 64, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 7, e0.lkey);
+    post_send(&e0, &a, &w);
+    expect_cqe_stepping(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
+                        SCALE_MS, 10);
+    expect_no_cqe(&e1, &e1.cq);
+
+    rsp = qtest_qmp(e0.t.qts, "{ 'execute': 'device_del', "
+                    "'arguments': { 'id': 'f1' } }");
+    g_assert_true(qdict_haskey(rsp, "error"));
+    qobject_unref(rsp);
+}
+
 /* DEVICE_FATAL: the command ring vanishes from under the device. */
 /*
  * Seeded random WQEs (QRDMA_FUZZ_SEED replays one run): bytes at random,
@@ -2930,6 +2996,12 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/rc-retry-late-rtr", "qrdma", test_rc_retry_late_rtr,
                  NULL);
     qos_add_test("dp/rc-retry-budget", "qrdma", test_rc_retry_budget, NULL);
+    qos_add_test("dp/fabric-link", "qrdma", test_fabric_link,
+                 &(QOSGraphTestOptions) {
+        .edge.before_cmd_line = "-device qrdma-fabric,id=f1 "
+                                "-device qrdma,addr=05.0,id=qrdma1,fabric=f1 "
+                                "-device qrdma,addr=06.0,id=qrdma2,fabric=f1",
+    });
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
     qos_add_test("fuzz/wqes", "qrdma", test_fuzz_wqes, NULL);
     qos_add_test("bench/write-throughput", "qrdma", test_bench_write, NULL);
