@@ -144,6 +144,11 @@ struct qrdma_cq {
 	dma_addr_t ci_dma;
 	/* RESIZE_CQ is moving the entries: the poller keeps away. */
 	bool resizing;
+	/*
+	 * One RESIZE_CQ at a time: each swaps the ring the others would
+	 * use, and ib_core lets them run at once.
+	 */
+	struct mutex resize_lock;
 	/* User CQs: the pinned ring and consumer index record. */
 	struct ib_umem *umem;
 	struct ib_umem *ci_umem;

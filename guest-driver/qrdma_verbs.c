@@ -992,6 +992,7 @@ int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	cq->uctx = qrdma_udata_uctx(udata);
 	cq->eq = qrdma_comp_vector_to_eq(dev, attr->comp_vector);
 	params.uctx = cq->uctx;
@@ -1148,14 +1149,23 @@ int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibcq->device);
 	struct qrdma_cq *cq = to_qcq(ibcq);
+	int err;
 
 	if (cqe <= 0 || cqe > dev->attr.max_cqe) {
 		ibdev_dbg(&dev->ibdev, "bad CQ size %d\n", cqe);
 		return -EINVAL;
 	}
+	/*
+	 * uverbs holds the CQ only shared: two resizes may come at once,
+	 * and the second must start from the ring the first left.
+	 */
+	mutex_lock(&cq->resize_lock);
 	if (udata)
-		return qrdma_resize_user_cq(dev, cq, cqe, udata);
-	return qrdma_resize_kernel_cq(dev, cq, cqe);
+		err = qrdma_resize_user_cq(dev, cq, cqe, udata);
+	else
+		err = qrdma_resize_kernel_cq(dev, cq, cqe);
+	mutex_unlock(&cq->resize_lock);
+	return err;
 }
 
 int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)

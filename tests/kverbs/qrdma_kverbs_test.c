@@ -4,8 +4,9 @@
  * S38 for kernel posts (ib_post_recv and ib_post_send on a full queue, or
  * with more SGEs than the QP's cap: ENOMEM or EINVAL, bad_wr the first WR
  * not posted, the ones before it posted) and ib_drain_qp on a connected
- * RC QP, and resizing a kernel SRQ with receives posted.  The QPs talk to
- * themselves over the port's RoCE v2 GID.
+ * RC QP, resizing a kernel SRQ with receives posted, and resizing one CQ
+ * from two threads at once.  The QPs talk to themselves over the port's
+ * RoCE v2 GID.
  *
  * The module runs its tests when it finds the device (an ib_client) and
  * writes them to the kernel log as TAP, each line prefixed "qrdma-kverbs: ";
@@ -20,6 +21,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
 #include <linux/delay.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
@@ -473,6 +475,103 @@ static void kv_srq_resize(struct kv_ctx *kv)
 	ib_destroy_srq(srq);
 }
 
+/* Until cq has given one completion, or 10 s; polled here, by nobody else. */
+static int kv_poll_one(struct ib_cq *cq, struct ib_wc *wc)
+{
+	int i, n = 0;
+
+	for (i = 0; i < 1000 && !n; i++) {
+		n = ib_poll_cq(cq, 1, wc);
+		if (!n)
+			msleep(10);
+	}
+	return n;
+}
+
+struct kv_resizer {
+	struct ib_cq *cq;
+	int first;		/* sizes alternate from this one */
+	int failed;
+	struct completion done;
+};
+
+static int kv_resizer_fn(void *arg)
+{
+	struct kv_resizer *r = arg;
+	int i;
+
+	for (i = 0; i < 40; i++)
+		if (ib_resize_cq(r->cq, (i + r->first) % 2 ? 64 : 16))
+			r->failed++;
+	complete(&r->done);
+	return 0;
+}
+
+/*
+ * Two resizes of one kernel CQ at once, many times: ib_core does not
+ * serialise them.  Afterwards the CQ still takes and gives completions,
+ * so the ring the device writes is the one the driver reads.  A race
+ * there shows only now and then: passing is not proof, failing is.
+ */
+static void kv_resize_race(struct kv_ctx *kv)
+{
+	struct kv_resizer r[2];
+	struct ib_qp_init_attr ia;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge;
+	const struct ib_send_wr *bad;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	int i, failed = 0;
+
+	cq = ib_alloc_cq(kv->dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (!tap(!IS_ERR(cq), "resize race: a kernel CQ"))
+		return;
+	for (i = 0; i < 2; i++) {
+		struct task_struct *t;
+
+		r[i] = (struct kv_resizer) { .cq = cq, .first = i };
+		init_completion(&r[i].done);
+		t = kthread_run(kv_resizer_fn, &r[i], "kv-resize%d", i);
+		if (IS_ERR(t)) {
+			r[i].failed = 1;
+			complete(&r[i].done);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		wait_for_completion(&r[i].done);
+		failed += r[i].failed;
+	}
+	tap(!failed, "resize race: two threads resize one CQ 40 times each");
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_recv_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp),
+		 "resize race: an RC QP on the CQ connects to itself")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		ib_free_cq(cq);
+		return;
+	}
+	kv_write_chain(kv, &wr, &sge, 1);
+	wr.wr.wr_id = 0x5eed;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	tap(!ib_post_send(qp, &wr.wr, &bad) && kv_poll_one(cq, &wc) == 1 &&
+	    wc.status == IB_WC_SUCCESS && wc.wr_id == 0x5eed,
+	    "resize race: the resized CQ gives the write's completion");
+	ib_destroy_qp(qp);
+	ib_free_cq(cq);
+}
+
 static int kv_run(struct ib_device *dev)
 {
 	struct kv_ctx *kv;
@@ -513,6 +612,7 @@ static int kv_run(struct ib_device *dev)
 	kv_s38(kv);
 	kv_drain(kv);
 	kv_srq_resize(kv);
+	kv_resize_race(kv);
 
 	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);
 free_buf:
