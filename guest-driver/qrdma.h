@@ -146,7 +146,8 @@ struct qrdma_cq {
 	bool resizing;
 	/*
 	 * One RESIZE_CQ at a time: each swaps the ring the others would
-	 * use, and ib_core lets them run at once.
+	 * use, and ib_core lets them run at once.  Cleaning waits for it
+	 * too, so that it finds the entries where the device left them.
 	 */
 	struct mutex resize_lock;
 	/* User CQs: the pinned ring and consumer index record. */
@@ -357,7 +358,7 @@ int qrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
-void qrdma_cq_clean(struct qrdma_cq *cq, u32 qpn);
+void qrdma_cq_clean(struct qrdma_cq *cq, struct qrdma_qp *qp);
 void qrdma_wq_reset(struct qrdma_wq *wq);
 
 #endif /* _QRDMA_H_ */

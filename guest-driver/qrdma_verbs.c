@@ -1569,9 +1569,9 @@ static void qrdma_qp_reset_kernel(struct qrdma_qp *qp)
 {
 	struct ib_qp *ibqp = &qp->ibqp;
 
-	qrdma_cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+	qrdma_cq_clean(to_qcq(ibqp->send_cq), qp);
 	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
-		qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
+		qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp);
 	qrdma_wq_reset(&qp->sq);
 	if (!ibqp->srq)
 		qrdma_wq_reset(&qp->rq);
@@ -1780,19 +1780,22 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		return err;
 	}
 
-	xa_erase(&dev->qp_xa, qp->qpn);
-	/* Event handlers that looked the QP up are done with it after this. */
-	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
 	if (!qp->uctx) {
 		/*
-		 * S12: the QP's completions still in its CQs are dropped.
+		 * S12: the QP's completions still in its CQs are dropped,
+		 * and the SRQ entries they stand for freed.  The device
+		 * writes none after DESTROY_QP; cleaning before the QP is
+		 * unlisted leaves pollers none to drop without crediting.
 		 * Cleaning takes each CQ's lock, under which pollers look
 		 * QPs up, so no poller holds this QP afterwards.
 		 */
-		qrdma_cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+		qrdma_cq_clean(to_qcq(ibqp->send_cq), qp);
 		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
-			qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
+			qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp);
 	}
+	xa_erase(&dev->qp_xa, qp->qpn);
+	/* Event handlers that looked the QP up are done with it after this. */
+	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
 	qrdma_qp_free_rings(dev, qp);
 	return 0;
 }
