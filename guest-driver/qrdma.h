@@ -174,7 +174,8 @@ struct qrdma_wq {
 	u32 pi;				/* entries posted, free running */
 	/*
 	 * Entries known consumed, free running.  Written by the poller of
-	 * the CQ the queue completes to, read by posters.
+	 * the CQ the queue completes to (release), read by posters
+	 * (acquire), who then reuse the slots below it.
 	 */
 	atomic_t ci;
 	u64 *wr_ids;			/* QP queues only */

@@ -32,7 +32,11 @@ static bool qrdma_wq_full(struct qrdma_wq *wq, u32 pi)
 	/* During an SRQ resize a WQE must fit both rings. */
 	if (wq->next_ring)
 		log2 = min(log2, wq->next_log2);
-	return pi - (u32)atomic_read(&wq->ci) >= (1U << log2);
+	/*
+	 * Pairs with the poller's release: the entries below ci, and
+	 * their wr_ids, are read before they may be written again.
+	 */
+	return pi - (u32)atomic_read_acquire(&wq->ci) >= (1U << log2);
 }
 
 static void *qrdma_wq_entry(struct qrdma_wq *wq, u32 index, u32 size)
@@ -355,7 +359,8 @@ static bool qrdma_wq_complete(struct qrdma_wq *wq, u64 cookie, u64 *wr_id)
 	if (cookie > U32_MAX || index - ci >= pi - ci)
 		return false;
 	*wr_id = wq->wr_ids[index & ((1U << wq->log2) - 1)];
-	atomic_set(&wq->ci, index + 1);
+	/* The slot is the posters' again once they see it: read it first. */
+	atomic_set_release(&wq->ci, index + 1);
 	return true;
 }
 
