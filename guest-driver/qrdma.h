@@ -75,7 +75,18 @@ struct qrdma_dev {
 	struct qrdma_eth *eth;		/* the RoCE port's Ethernet function */
 	struct net_device *netdev;
 	struct delayed_work link_work;
-	enum ib_port_state port_state;	/* last state reported to ib_core */
+
+	/*
+	 * Events go to ib_core only while the ib_device is registered:
+	 * ib_core runs a port event's cache update later, on its own
+	 * workqueue, and that queries the port.  Protects what follows.
+	 */
+	struct mutex event_lock;
+	bool ib_live;
+	enum ib_port_state port_state;	/* last state seen */
+	bool fatal_reported;
+	/* Reports DEVICE_FATAL for a command timeout, which may not sleep. */
+	struct work_struct fatal_work;
 
 	/* Consumer index records of kernel CQs. */
 	struct dma_pool *ci_pool;
