@@ -24,7 +24,6 @@
 
 /* The async event queue, on vector 0 with the command completions. */
 #define QRDMA_ASYNC_EQ		0
-#define QRDMA_ASYNC_EQ_LOG2	8
 #define QRDMA_COMP_EQ_LOG2	12
 
 struct qrdma_dev;

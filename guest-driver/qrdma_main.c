@@ -248,7 +248,10 @@ static void qrdma_handle_event(struct qrdma_eq *eq, const struct qrdma_eqe *eqe,
 
 static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 {
+	void __iomem *ci_reg = eq->dev->regs + QRDMA_REG_EQ(eq->idx) +
+			       QRDMA_REG_EQ_CI;
 	u32 mask = (1U << eq->log2) - 1;
+	u32 quarter = 1U << (eq->log2 - 2);
 	u32 done = 0;
 
 	for (;;) {
@@ -261,11 +264,17 @@ static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 		dma_rmb();
 		qrdma_handle_event(eq, eqe, async);
 		eq->ci++;
-		done++;
+		/*
+		 * The device drops what finds the EQ full: during a long
+		 * run, give it back what is done every quarter ring.
+		 */
+		if (++done == quarter) {
+			writel(eq->ci, ci_reg);
+			done = 0;
+		}
 	}
 	if (done)
-		writel(eq->ci, eq->dev->regs + QRDMA_REG_EQ(eq->idx) +
-			       QRDMA_REG_EQ_CI);
+		writel(eq->ci, ci_reg);
 }
 
 static void qrdma_async_work(struct work_struct *work)
@@ -317,6 +326,22 @@ static void qrdma_eqs_free(struct qrdma_dev *dev, int count)
 	dev->eqs = NULL;
 }
 
+/*
+ * The device drops an event that finds its EQ full, and nothing tells of
+ * it afterwards: a lost LAST_WQE_REACHED leaves ib_drain_qp() waiting on
+ * an SRQ QP.  The async EQ holds every event that can be pending at once:
+ * a QP raises at most COMM_EST, one error and LAST_WQE_REACHED before a
+ * command moves it again, a CQ one CQ_ERR, an SRQ one armed limit; the
+ * port and fatal events come one at a time.
+ */
+static u32 qrdma_async_eq_log2(struct qrdma_dev *dev)
+{
+	u64 events = 3ULL * dev->attr.max_qp + dev->attr.max_cq +
+		     dev->attr.max_srq + 16;
+
+	return clamp_t(u32, order_base_2(events), 8, QRDMA_EQ_LOG2_MAX);
+}
+
 static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 {
 	void __iomem *regs = dev->regs + QRDMA_REG_EQ(idx);
@@ -324,7 +349,7 @@ static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 
 	eq->dev = dev;
 	eq->idx = idx;
-	eq->log2 = idx == QRDMA_ASYNC_EQ ? QRDMA_ASYNC_EQ_LOG2 :
+	eq->log2 = idx == QRDMA_ASYNC_EQ ? qrdma_async_eq_log2(dev) :
 					   QRDMA_COMP_EQ_LOG2;
 	eq->ring = dma_alloc_coherent(&dev->pdev->dev,
 				      sizeof(*eq->ring) << eq->log2,
