@@ -24,7 +24,6 @@
 
 /* The async event queue, on vector 0 with the command completions. */
 #define QRDMA_ASYNC_EQ		0
-#define QRDMA_ASYNC_EQ_LOG2	8
 #define QRDMA_COMP_EQ_LOG2	12
 
 struct qrdma_dev;
@@ -75,7 +74,18 @@ struct qrdma_dev {
 	struct qrdma_eth *eth;		/* the RoCE port's Ethernet function */
 	struct net_device *netdev;
 	struct delayed_work link_work;
-	enum ib_port_state port_state;	/* last state reported to ib_core */
+
+	/*
+	 * Events go to ib_core only while the ib_device is registered:
+	 * ib_core runs a port event's cache update later, on its own
+	 * workqueue, and that queries the port.  Protects what follows.
+	 */
+	struct mutex event_lock;
+	bool ib_live;
+	enum ib_port_state port_state;	/* last state seen */
+	bool fatal_reported;
+	/* Reports DEVICE_FATAL for a command timeout, which may not sleep. */
+	struct work_struct fatal_work;
 
 	/* Consumer index records of kernel CQs. */
 	struct dma_pool *ci_pool;
@@ -144,6 +154,12 @@ struct qrdma_cq {
 	dma_addr_t ci_dma;
 	/* RESIZE_CQ is moving the entries: the poller keeps away. */
 	bool resizing;
+	/*
+	 * One RESIZE_CQ at a time: each swaps the ring the others would
+	 * use, and ib_core lets them run at once.  Cleaning waits for it
+	 * too, so that it finds the entries where the device left them.
+	 */
+	struct mutex resize_lock;
 	/* User CQs: the pinned ring and consumer index record. */
 	struct ib_umem *umem;
 	struct ib_umem *ci_umem;
@@ -168,7 +184,8 @@ struct qrdma_wq {
 	u32 pi;				/* entries posted, free running */
 	/*
 	 * Entries known consumed, free running.  Written by the poller of
-	 * the CQ the queue completes to, read by posters.
+	 * the CQ the queue completes to (release), read by posters
+	 * (acquire), who then reuse the slots below it.
 	 */
 	atomic_t ci;
 	u64 *wr_ids;			/* QP queues only */
@@ -352,7 +369,7 @@ int qrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
-void qrdma_cq_clean(struct qrdma_cq *cq, u32 qpn);
+void qrdma_cq_clean(struct qrdma_cq *cq, struct qrdma_qp *qp);
 void qrdma_wq_reset(struct qrdma_wq *wq);
 
 #endif /* _QRDMA_H_ */

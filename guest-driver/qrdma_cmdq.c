@@ -154,14 +154,72 @@ void qrdma_cmdq_destroy(struct qrdma_cmdq *cmdq)
 	qrdma_cmdq_free_rings(cmdq);
 }
 
-/* Refuse further commands: the device is gone, dead, or being removed. */
-void qrdma_cmdq_stop(struct qrdma_cmdq *cmdq)
+/* Give a context back; under the lock, so any context may. */
+static void qrdma_cmdq_put_ctx_locked(struct qrdma_cmdq *cmdq,
+				      struct qrdma_cmdq_ctx *ctx)
+{
+	ctx->next_free = cmdq->free_head;
+	cmdq->free_head = ctx - cmdq->ctx;
+	up(&cmdq->avail);
+}
+
+/* Hand @ctx its completion, or free it if nobody waits any more. */
+static void qrdma_cmdq_complete_locked(struct qrdma_cmdq *cmdq,
+				       struct qrdma_cmdq_ctx *ctx)
+{
+	if (ctx->abandoned) {
+		ctx->abandoned = false;
+		qrdma_cmdq_put_ctx_locked(cmdq, ctx);
+		return;
+	}
+	complete(&ctx->done);
+}
+
+static bool qrdma_cmdq_disable_locked(struct qrdma_cmdq *cmdq)
+{
+	u32 mask = cmdq->depth - 1;
+
+	if (!cmdq->running)
+		return false;
+	/*
+	 * Reset before anyone can see the queue stopped: a destroy that
+	 * gets -ENODEV frees memory the device used, and after the reset
+	 * it uses none.  The read flushes the posted write.
+	 */
+	writel(QRDMA_DEV_CTRL_RESET, cmdq->regs + QRDMA_REG_DEV_CTRL);
+	readl(cmdq->regs + QRDMA_REG_DEV_STATUS);
+	cmdq->running = false;
+
+	/* The reset dropped the commands in flight: fail them now. */
+	for (; cmdq->ci != cmdq->pi; cmdq->ci++) {
+		u32 slot = cmdq->ci & mask;
+		struct qrdma_cmdq_ctx *ctx = cmdq->slot_ctx[slot];
+
+		cmdq->slot_ctx[slot] = NULL;
+		ctx->aborted = true;
+		qrdma_cmdq_complete_locked(cmdq, ctx);
+	}
+	return true;
+}
+
+/**
+ * qrdma_cmdq_disable - give the device up
+ * @cmdq: the queue
+ *
+ * Resets the device, which stops all its DMA and destroys every resource,
+ * fails the commands in flight with -ENODEV and refuses further ones.
+ * Any context.  Returns true if this call did it, false if the queue was
+ * already disabled.
+ */
+bool qrdma_cmdq_disable(struct qrdma_cmdq *cmdq)
 {
 	unsigned long flags;
+	bool disabled;
 
 	spin_lock_irqsave(&cmdq->lock, flags);
-	cmdq->running = false;
+	disabled = qrdma_cmdq_disable_locked(cmdq);
 	spin_unlock_irqrestore(&cmdq->lock, flags);
+	return disabled;
 }
 
 bool qrdma_cmdq_running(struct qrdma_cmdq *cmdq)
@@ -199,7 +257,7 @@ void qrdma_cmdq_process(struct qrdma_cmdq *cmdq)
 		cmdq->slot_ctx[slot] = NULL;
 		cmdq->ci++;
 		memcpy(&ctx->cmpl, cmpl, sizeof(ctx->cmpl));
-		complete(&ctx->done);
+		qrdma_cmdq_complete_locked(cmdq, ctx);
 	}
 	spin_unlock_irqrestore(&cmdq->lock, flags);
 }
@@ -224,6 +282,7 @@ static struct qrdma_cmdq_ctx *qrdma_cmdq_submit(struct qrdma_cmdq *cmdq,
 	cmdq->free_head = ctx->next_free;
 
 	ctx->cmd_id = cmdq->next_cmd_id++;
+	ctx->aborted = false;
 	reinit_completion(&ctx->done);
 	cmd->hdr.cmd_id = cpu_to_le16(ctx->cmd_id);
 	cmd->hdr.flags = 0;
@@ -247,12 +306,17 @@ static struct qrdma_cmdq_ctx *qrdma_cmdq_submit(struct qrdma_cmdq *cmdq,
 	return ctx;
 }
 
-/* Take the results of a completed command and free its context. */
+/*
+ * Take the results of a completed command and free its context.  A
+ * command the reset dropped fails with @aborted_err.
+ */
 static int qrdma_cmdq_finish(struct qrdma_cmdq *cmdq,
 			     struct qrdma_cmdq_ctx *ctx, u8 opcode,
-			     struct qrdma_cmpl *cmpl, void *resp, u32 resp_len)
+			     struct qrdma_cmpl *cmpl, void *resp, u32 resp_len,
+			     int aborted_err)
 {
 	unsigned long flags;
+	bool aborted;
 	u16 cmd_id;
 
 	*cmpl = ctx->cmpl;
@@ -261,10 +325,11 @@ static int qrdma_cmdq_finish(struct qrdma_cmdq *cmdq,
 	cmd_id = ctx->cmd_id;
 
 	spin_lock_irqsave(&cmdq->lock, flags);
-	ctx->next_free = cmdq->free_head;
-	cmdq->free_head = ctx - cmdq->ctx;
+	aborted = ctx->aborted;
+	qrdma_cmdq_put_ctx_locked(cmdq, ctx);
 	spin_unlock_irqrestore(&cmdq->lock, flags);
-	up(&cmdq->avail);
+	if (aborted)
+		return aborted_err;
 	atomic64_inc(&cmdq->stats.completed);
 
 	if (le16_to_cpu(cmpl->cmd_id) != cmd_id) {
@@ -282,25 +347,32 @@ static int qrdma_cmdq_finish(struct qrdma_cmdq *cmdq,
 }
 
 /*
- * The device stopped executing commands: nothing more is sent, and the
- * device is reset so that it stops all DMA, since destroys now succeed
- * without it and free the memory it used.  The command's context stays
- * taken.
+ * The device stopped executing commands: it is reset, so that it stops
+ * all DMA (destroys now succeed without it and free the memory it used),
+ * and every waiter is woken with an error.  The owner hears of it
+ * through ->dead().
  */
-static int qrdma_cmdq_timeout(struct qrdma_cmdq *cmdq,
-			      struct qrdma_cmdq_ctx *ctx, u8 opcode,
-			      unsigned int ms)
+static void qrdma_cmdq_timeout(struct qrdma_cmdq *cmdq,
+			       struct qrdma_cmdq_ctx *ctx, u8 opcode)
 {
-	qrdma_cmdq_stop(cmdq);
+	unsigned long flags;
+	u32 status, config_err;
+
 	atomic64_inc(&cmdq->stats.timeouts);
-	dev_err_ratelimited(cmdq->dmadev,
-			    "command %#x (id %u) got no completion in %u ms (status %#x, config error %u); device reset\n",
-			    opcode, ctx->cmd_id, ms,
-			    readl(cmdq->regs + QRDMA_REG_DEV_STATUS),
-			    readl(cmdq->regs + QRDMA_REG_CONFIG_ERR));
-	writel(QRDMA_DEV_CTRL_RESET, cmdq->regs + QRDMA_REG_DEV_CTRL);
-	up(&cmdq->avail);
-	return -ETIMEDOUT;
+	/* Read before the reset clears them. */
+	status = readl(cmdq->regs + QRDMA_REG_DEV_STATUS);
+	config_err = readl(cmdq->regs + QRDMA_REG_CONFIG_ERR);
+
+	spin_lock_irqsave(&cmdq->lock, flags);
+	if (qrdma_cmdq_disable_locked(cmdq)) {
+		dev_err(cmdq->dmadev,
+			"command %#x (id %u) got no completion in %u ms (status %#x, config error %u); device reset\n",
+			opcode, ctx->cmd_id, cmdq->timeout_ms, status,
+			config_err);
+		if (cmdq->dead)
+			cmdq->dead(cmdq);
+	}
+	spin_unlock_irqrestore(&cmdq->lock, flags);
 }
 
 /**
@@ -344,11 +416,16 @@ int qrdma_cmdq_exec(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 		qrdma_cmdq_process(cmdq);
 		if (completion_done(&ctx->done))
 			break;
-		if (time_after(jiffies, deadline))
-			return qrdma_cmdq_timeout(cmdq, ctx, opcode,
-						  cmdq->timeout_ms);
+		if (time_after(jiffies, deadline)) {
+			/* Completes the context, by the device or the reset. */
+			qrdma_cmdq_timeout(cmdq, ctx, opcode);
+			wait_for_completion(&ctx->done);
+			return qrdma_cmdq_finish(cmdq, ctx, opcode, cmpl, resp,
+						 resp_len, -ETIMEDOUT);
+		}
 	}
-	return qrdma_cmdq_finish(cmdq, ctx, opcode, cmpl, resp, resp_len);
+	return qrdma_cmdq_finish(cmdq, ctx, opcode, cmpl, resp, resp_len,
+				 -ENODEV);
 }
 
 /**
@@ -359,8 +436,11 @@ int qrdma_cmdq_exec(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
  *
  * For the few verbs the core calls where it cannot sleep (address handles
  * of the kernel's connection manager): busy-polls the completion ring.
- * Commands take the device microseconds, so the wait is short; a device
- * that does not answer within QRDMA_CMDQ_ATOMIC_MS is given up.
+ * Commands take the device microseconds, so the wait is short.  A caller
+ * that cannot sleep cannot wait as long as the device may take either:
+ * after QRDMA_CMDQ_ATOMIC_MS it gets -ETIMEDOUT and the command is left
+ * to complete on its own.  Whether the device has stopped answering is
+ * for the sleeping commands to find out, within the full timeout.
  */
 int qrdma_cmdq_exec_atomic(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 			   struct qrdma_cmpl *cmpl)
@@ -368,6 +448,9 @@ int qrdma_cmdq_exec_atomic(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 	u64 deadline = ktime_get_ns() + QRDMA_CMDQ_ATOMIC_MS * NSEC_PER_MSEC;
 	struct qrdma_cmdq_ctx *ctx;
 	u8 opcode = cmd->hdr.opcode;
+	unsigned long flags;
+	bool abandoned;
+	u16 cmd_id;
 
 	while (down_trylock(&cmdq->avail)) {
 		if (ktime_get_ns() > deadline)
@@ -379,15 +462,28 @@ int qrdma_cmdq_exec_atomic(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 		up(&cmdq->avail);
 		return -ENODEV;
 	}
+	cmd_id = ctx->cmd_id;
 
 	for (;;) {
 		qrdma_cmdq_process(cmdq);
 		if (completion_done(&ctx->done))
 			break;
-		if (ktime_get_ns() > deadline)
-			return qrdma_cmdq_timeout(cmdq, ctx, opcode,
-						  QRDMA_CMDQ_ATOMIC_MS);
+		if (ktime_get_ns() > deadline) {
+			spin_lock_irqsave(&cmdq->lock, flags);
+			/* Unless it completed meanwhile, reaping frees it. */
+			abandoned = !completion_done(&ctx->done);
+			ctx->abandoned = abandoned;
+			spin_unlock_irqrestore(&cmdq->lock, flags);
+			if (!abandoned)
+				break;
+			atomic64_inc(&cmdq->stats.timeouts);
+			dev_err_ratelimited(cmdq->dmadev,
+					    "command %#x (id %u) got no completion in %u ms; not waiting longer in atomic context\n",
+					    opcode, cmd_id,
+					    QRDMA_CMDQ_ATOMIC_MS);
+			return -ETIMEDOUT;
+		}
 		udelay(1);
 	}
-	return qrdma_cmdq_finish(cmdq, ctx, opcode, cmpl, NULL, 0);
+	return qrdma_cmdq_finish(cmdq, ctx, opcode, cmpl, NULL, 0, -ENODEV);
 }

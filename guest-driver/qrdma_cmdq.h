@@ -29,6 +29,10 @@ struct qrdma_cmdq_ctx {
 	dma_addr_t resp_dma;
 	u16 cmd_id;
 	u16 next_free;
+	/* Under the queue's lock: completed by the reset, not the device */
+	bool aborted;
+	/* Under the queue's lock: its waiter gave up, reaping frees it */
+	bool abandoned;
 };
 
 struct qrdma_cmdq_stats {
@@ -60,8 +64,16 @@ struct qrdma_cmdq {
 	struct qrdma_cmdq_ctx *ctx;
 	/* The context waiting on each ring slot, by our own slot index. */
 	struct qrdma_cmdq_ctx **slot_ctx;
-	/* Cleared when the device stops answering: no command is sent. */
+	/*
+	 * Cleared, with the device reset, when the driver gives the
+	 * device up: no command is sent afterwards.
+	 */
 	bool running;
+	/*
+	 * Called once when a command timed out and the device was reset
+	 * for it; under the lock, in any context.
+	 */
+	void (*dead)(struct qrdma_cmdq *cmdq);
 
 	/* Bounds the commands in flight to the contexts (= ring entries). */
 	struct semaphore avail;
@@ -77,7 +89,7 @@ int qrdma_cmdq_exec(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 int qrdma_cmdq_exec_atomic(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 			   struct qrdma_cmpl *cmpl);
 void qrdma_cmdq_process(struct qrdma_cmdq *cmdq);
-void qrdma_cmdq_stop(struct qrdma_cmdq *cmdq);
+bool qrdma_cmdq_disable(struct qrdma_cmdq *cmdq);
 bool qrdma_cmdq_running(struct qrdma_cmdq *cmdq);
 int qrdma_status_to_errno(u8 status);
 

@@ -32,7 +32,11 @@ static bool qrdma_wq_full(struct qrdma_wq *wq, u32 pi)
 	/* During an SRQ resize a WQE must fit both rings. */
 	if (wq->next_ring)
 		log2 = min(log2, wq->next_log2);
-	return pi - (u32)atomic_read(&wq->ci) >= (1U << log2);
+	/*
+	 * Pairs with the poller's release: the entries below ci, and
+	 * their wr_ids, are read before they may be written again.
+	 */
+	return pi - (u32)atomic_read_acquire(&wq->ci) >= (1U << log2);
 }
 
 static void *qrdma_wq_entry(struct qrdma_wq *wq, u32 index, u32 size)
@@ -355,7 +359,8 @@ static bool qrdma_wq_complete(struct qrdma_wq *wq, u64 cookie, u64 *wr_id)
 	if (cookie > U32_MAX || index - ci >= pi - ci)
 		return false;
 	*wr_id = wq->wr_ids[index & ((1U << wq->log2) - 1)];
-	atomic_set(&wq->ci, index + 1);
+	/* The slot is the posters' again once they see it: read it first. */
+	atomic_set_release(&wq->ci, index + 1);
 	return true;
 }
 
@@ -408,8 +413,9 @@ static bool qrdma_poll_one(struct qrdma_dev *dev, struct qrdma_cq *cq,
 
 	/*
 	 * S12: completions of a QP destroyed (or reset) meanwhile are
-	 * dropped.  The QP cannot go away while we hold the CQ lock: its
-	 * destroy cleans this CQ under the lock first.
+	 * dropped: its destroy cleaned them, under the CQ lock, before it
+	 * unlisted the QP.  So the QP cannot go away while we hold the
+	 * lock, and a CQE of a QP not listed is the device's error.
 	 */
 	qp = xa_load(&dev->qp_xa, qpn);
 	if (!qp) {
@@ -539,28 +545,38 @@ int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 }
 
 /*
- * Forget the CQEs of QP @qpn not polled yet: QPN 0 is never a QP's, so
- * the poller skips them.  The device never rewrites an entry it wrote.
+ * Forget the CQEs of @qp not polled yet: QPN 0 is never a QP's, so the
+ * poller skips them.  The device never rewrites an entry it wrote.  A
+ * receive CQE of a QP on an SRQ stands for an SRQ entry the device took;
+ * polled, it frees that entry, so skipped, it must free it here, or the
+ * SRQ loses the slot for good.
  */
-void qrdma_cq_clean(struct qrdma_cq *cq, u32 qpn)
+void qrdma_cq_clean(struct qrdma_cq *cq, struct qrdma_qp *qp)
 {
+	struct ib_srq *srq = qp->ibqp.srq;
 	unsigned long flags;
-	u32 i, end;
+	u32 i, end, freed = 0;
 
 	if (cq->uctx)
 		return;
 
+	/* A resize moves the entries: clean where it left them. */
+	mutex_lock(&cq->resize_lock);
 	spin_lock_irqsave(&cq->lock, flags);
-	if (!cq->resizing) {
-		end = cq->ci + (1U << cq->log2);
-		for (i = cq->ci; i != end && qrdma_cqe_valid(cq, i); i++) {
-			struct qrdma_cqe *cqe = qrdma_cq_entry(cq, i);
+	end = cq->ci + (1U << cq->log2);
+	for (i = cq->ci; i != end && qrdma_cqe_valid(cq, i); i++) {
+		struct qrdma_cqe *cqe = qrdma_cq_entry(cq, i);
 
-			/* Valid per the phase bit: read after it. */
-			dma_rmb();
-			if (le32_to_cpu(cqe->qpn) == qpn)
-				WRITE_ONCE(cqe->qpn, 0);
-		}
+		/* Valid per the phase bit: read after it. */
+		dma_rmb();
+		if (le32_to_cpu(cqe->qpn) != qp->qpn)
+			continue;
+		if (srq && cqe->is_recv)
+			freed++;
+		WRITE_ONCE(cqe->qpn, 0);
 	}
+	if (freed)
+		atomic_add(freed, &to_qsrq(srq)->rq.ci);
 	spin_unlock_irqrestore(&cq->lock, flags);
+	mutex_unlock(&cq->resize_lock);
 }

@@ -324,7 +324,7 @@ static netdev_tx_t qrdma_eth_xmit(struct sk_buff *skb,
 	/* Frees the skb on failure. */
 	if (skb_put_padto(skb, ETH_ZLEN)) {
 		dev_core_stats_tx_dropped_inc(netdev);
-		return NETDEV_TX_OK;
+		goto ring;
 	}
 	if (skb->len > QRDMA_ETH_FRAME_MAX)
 		goto drop;
@@ -365,6 +365,13 @@ static netdev_tx_t qrdma_eth_xmit(struct sk_buff *skb,
 drop:
 	dev_core_stats_tx_dropped_inc(netdev);
 	dev_kfree_skb_any(skb);
+ring:
+	/*
+	 * The frames before this one may have left the doorbell to it
+	 * (xmit_more): ring it for them, or they wait in the ring until
+	 * the next frame.
+	 */
+	writel(eth->tx_pi, eth->regs + QRDMA_REG_ETH_TX_PI);
 	return NETDEV_TX_OK;
 }
 

@@ -133,7 +133,8 @@ static void qrdma_cq_event(struct qrdma_dev *dev, u32 cqn, bool completion)
 	cq->ibcq.event_handler(&event, cq->ibcq.cq_context);
 }
 
-static void qrdma_device_fatal(struct qrdma_dev *dev)
+/* Tell the consumers, once, that the device is lost. */
+static void qrdma_report_fatal(struct qrdma_dev *dev)
 {
 	struct ib_event event = {
 		.device = &dev->ibdev,
@@ -141,17 +142,45 @@ static void qrdma_device_fatal(struct qrdma_dev *dev)
 		.event = IB_EVENT_DEVICE_FATAL,
 	};
 
-	if (!qrdma_cmdq_running(&dev->cmdq))
-		return;
-	ibdev_err(&dev->ibdev, "device reported a fatal error (config error %u); resetting it\n",
-		  readl(dev->regs + QRDMA_REG_CONFIG_ERR));
+	mutex_lock(&dev->event_lock);
+	if (dev->ib_live && !dev->fatal_reported) {
+		dev->fatal_reported = true;
+		ib_dispatch_event(&event);
+	}
+	mutex_unlock(&dev->event_lock);
+}
+
+static void qrdma_fatal_work(struct work_struct *work)
+{
+	qrdma_report_fatal(container_of(work, struct qrdma_dev, fatal_work));
+}
+
+/* A command timed out and the engine reset the device; any context. */
+static void qrdma_cmdq_dead(struct qrdma_cmdq *cmdq)
+{
+	struct qrdma_dev *dev = container_of(cmdq, struct qrdma_dev, cmdq);
+
+	schedule_work(&dev->fatal_work);
+}
+
+/*
+ * The device says it is fatal: by a DEVICE_FATAL event, or in DEV_STATUS
+ * where the link work looks.  Both may find it at once; the one that
+ * disables the queue says so.  Sleeps.
+ */
+static void qrdma_device_fatal(struct qrdma_dev *dev)
+{
+	/* Read before the reset clears it. */
+	u32 config_err = readl(dev->regs + QRDMA_REG_CONFIG_ERR);
+
 	/*
-	 * Destroys succeed without the device from now on and free what it
-	 * used: stop all its DMA first.
+	 * Destroys succeed without the device from now on and free what
+	 * it used: disabling the queue resets it, which stops all its DMA.
 	 */
-	qrdma_cmdq_stop(&dev->cmdq);
-	qrdma_dev_reset(dev);
-	ib_dispatch_event(&event);
+	if (qrdma_cmdq_disable(&dev->cmdq))
+		ibdev_err(&dev->ibdev, "device reported a fatal error (config error %u); reset it\n",
+			  config_err);
+	qrdma_report_fatal(dev);
 }
 
 /* @async: true from the async work, which may sleep; false in hard IRQ. */
@@ -219,7 +248,10 @@ static void qrdma_handle_event(struct qrdma_eq *eq, const struct qrdma_eqe *eqe,
 
 static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 {
+	void __iomem *ci_reg = eq->dev->regs + QRDMA_REG_EQ(eq->idx) +
+			       QRDMA_REG_EQ_CI;
 	u32 mask = (1U << eq->log2) - 1;
+	u32 quarter = 1U << (eq->log2 - 2);
 	u32 done = 0;
 
 	for (;;) {
@@ -232,11 +264,17 @@ static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 		dma_rmb();
 		qrdma_handle_event(eq, eqe, async);
 		eq->ci++;
-		done++;
+		/*
+		 * The device drops what finds the EQ full: during a long
+		 * run, give it back what is done every quarter ring.
+		 */
+		if (++done == quarter) {
+			writel(eq->ci, ci_reg);
+			done = 0;
+		}
 	}
 	if (done)
-		writel(eq->ci, eq->dev->regs + QRDMA_REG_EQ(eq->idx) +
-			       QRDMA_REG_EQ_CI);
+		writel(eq->ci, ci_reg);
 }
 
 static void qrdma_async_work(struct work_struct *work)
@@ -288,6 +326,22 @@ static void qrdma_eqs_free(struct qrdma_dev *dev, int count)
 	dev->eqs = NULL;
 }
 
+/*
+ * The device drops an event that finds its EQ full, and nothing tells of
+ * it afterwards: a lost LAST_WQE_REACHED leaves ib_drain_qp() waiting on
+ * an SRQ QP.  The async EQ holds every event that can be pending at once:
+ * a QP raises at most COMM_EST, one error and LAST_WQE_REACHED before a
+ * command moves it again, a CQ one CQ_ERR, an SRQ one armed limit; the
+ * port and fatal events come one at a time.
+ */
+static u32 qrdma_async_eq_log2(struct qrdma_dev *dev)
+{
+	u64 events = 3ULL * dev->attr.max_qp + dev->attr.max_cq +
+		     dev->attr.max_srq + 16;
+
+	return clamp_t(u32, order_base_2(events), 8, QRDMA_EQ_LOG2_MAX);
+}
+
 static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 {
 	void __iomem *regs = dev->regs + QRDMA_REG_EQ(idx);
@@ -295,7 +349,7 @@ static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 
 	eq->dev = dev;
 	eq->idx = idx;
-	eq->log2 = idx == QRDMA_ASYNC_EQ ? QRDMA_ASYNC_EQ_LOG2 :
+	eq->log2 = idx == QRDMA_ASYNC_EQ ? qrdma_async_eq_log2(dev) :
 					   QRDMA_COMP_EQ_LOG2;
 	eq->ring = dma_alloc_coherent(&dev->pdev->dev,
 				      sizeof(*eq->ring) << eq->log2,
@@ -377,11 +431,10 @@ static void qrdma_eqs_fini(struct qrdma_dev *dev)
 	qrdma_eqs_free(dev, count);
 }
 
-static int qrdma_irqs_init(struct qrdma_dev *dev)
+static int qrdma_alloc_vectors(struct qrdma_dev *dev)
 {
 	struct pci_dev *pdev = dev->pdev;
 	int nvec = dev->caps & QRDMA_CAPS_MSIX_VECTORS_MASK;
-	int err;
 
 	if (!nvec) {
 		dev_err(&pdev->dev, "device has no MSI-X vector\n");
@@ -393,20 +446,7 @@ static int qrdma_irqs_init(struct qrdma_dev *dev)
 		return nvec;
 	}
 	dev->num_vectors = nvec;
-
-	err = request_irq(pci_irq_vector(pdev, 0), qrdma_admin_irq, 0,
-			  DRV_MODULE_NAME "-admin", dev);
-	if (err) {
-		pci_free_irq_vectors(pdev);
-		return err;
-	}
 	return 0;
-}
-
-static void qrdma_irqs_fini(struct qrdma_dev *dev)
-{
-	free_irq(pci_irq_vector(dev->pdev, 0), dev);
-	pci_free_irq_vectors(dev->pdev);
 }
 
 /*
@@ -424,11 +464,17 @@ void qrdma_port_update(struct qrdma_dev *dev)
 
 	if (netdev && netif_running(netdev) && netif_carrier_ok(netdev))
 		state = IB_PORT_ACTIVE;
-	if (xchg(&dev->port_state, state) == state)
-		return;
-	event.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
-						IB_EVENT_PORT_ERR;
-	ib_dispatch_event(&event);
+
+	mutex_lock(&dev->event_lock);
+	if (dev->port_state != state) {
+		dev->port_state = state;
+		event.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+							IB_EVENT_PORT_ERR;
+		/* Before registration ib_core reads the port itself. */
+		if (dev->ib_live)
+			ib_dispatch_event(&event);
+	}
+	mutex_unlock(&dev->event_lock);
 }
 
 static void qrdma_link_work(struct work_struct *work)
@@ -610,6 +656,8 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	xa_init(&dev->srq_xa);
 	INIT_WORK(&dev->async_work, qrdma_async_work);
 	INIT_DELAYED_WORK(&dev->link_work, qrdma_link_work);
+	INIT_WORK(&dev->fatal_work, qrdma_fatal_work);
+	mutex_init(&dev->event_lock);
 	dev->port_state = IB_PORT_DOWN;
 
 	dev->regs = pci_iomap(pdev, QRDMA_REG_BAR, QRDMA_REG_BAR_SIZE);
@@ -637,34 +685,41 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 		goto err_unmap_db;
 	}
 
-	err = qrdma_irqs_init(dev);
+	err = qrdma_alloc_vectors(dev);
 	if (err)
 		goto err_unmap_db;
 
 	err = qrdma_cmdq_init(&dev->cmdq, &pdev->dev, dev->regs,
 			      cmd_timeout_ms);
 	if (err)
-		goto err_free_irqs;
+		goto err_free_vectors;
+	dev->cmdq.dead = qrdma_cmdq_dead;
+
+	/* The handler reaps the command queue: it exists from now on. */
+	err = request_irq(pci_irq_vector(pdev, 0), qrdma_admin_irq, 0,
+			  DRV_MODULE_NAME "-admin", dev);
+	if (err)
+		goto err_destroy_cmdq;
 
 	err = qrdma_cmd_query_device(&dev->cmdq, &dev->attr);
 	if (err) {
 		dev_err(&pdev->dev, "QUERY_DEVICE failed: %d\n", err);
-		goto err_destroy_cmdq;
+		goto err_free_admin_irq;
 	}
 	err = qrdma_cmd_query_port(&dev->cmdq, QRDMA_PORT, &dev->port);
 	if (err) {
 		dev_err(&pdev->dev, "QUERY_PORT failed: %d\n", err);
-		goto err_destroy_cmdq;
+		goto err_free_admin_irq;
 	}
 	err = qrdma_check_attrs(dev);
 	if (err)
-		goto err_destroy_cmdq;
+		goto err_free_admin_irq;
 
 	dev->ci_pool = dma_pool_create("qrdma-cq-ci", &pdev->dev,
 				       sizeof(__le32), sizeof(__le32), 0);
 	if (!dev->ci_pool) {
 		err = -ENOMEM;
-		goto err_destroy_cmdq;
+		goto err_free_admin_irq;
 	}
 
 	err = qrdma_eth_init(dev);
@@ -684,21 +739,32 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 		goto err_destroy_eqs;
 	}
 
+	mutex_lock(&dev->event_lock);
+	dev->ib_live = true;
+	mutex_unlock(&dev->event_lock);
+	/* A device lost while it registered is reported now. */
+	if (!qrdma_cmdq_running(&dev->cmdq))
+		qrdma_report_fatal(dev);
 	schedule_delayed_work(&dev->link_work, 0);
 	return 0;
 
 err_destroy_eqs:
 	qrdma_eqs_fini(dev);
 err_eth_fini:
+	/* May stop an open netdev: no event, the ib_device is not live. */
 	qrdma_eth_fini(dev);
 err_destroy_pool:
 	dma_pool_destroy(dev->ci_pool);
+err_free_admin_irq:
+	qrdma_cmdq_disable(&dev->cmdq);
+	free_irq(pci_irq_vector(pdev, 0), dev);
 err_destroy_cmdq:
-	qrdma_cmdq_stop(&dev->cmdq);
-	qrdma_dev_reset(dev);
+	/* Resets the device: no DMA into the rings freed after it. */
+	qrdma_cmdq_disable(&dev->cmdq);
+	cancel_work_sync(&dev->fatal_work);
 	qrdma_cmdq_destroy(&dev->cmdq);
-err_free_irqs:
-	qrdma_irqs_fini(dev);
+err_free_vectors:
+	pci_free_irq_vectors(pdev);
 err_unmap_db:
 	if (dev->kdb)
 		pci_iounmap(pdev, dev->kdb);
@@ -719,16 +785,27 @@ static void qrdma_remove(struct pci_dev *pdev)
 	struct qrdma_dev *dev = pci_get_drvdata(pdev);
 
 	cancel_delayed_work_sync(&dev->link_work);
+	/*
+	 * From now on no event reaches ib_core: the netdev's stop below
+	 * would report PORT_ERR, and the async work DEVICE_FATAL, for an
+	 * ib_device that is gone.  Those reported before, unregistering
+	 * flushes.
+	 */
+	mutex_lock(&dev->event_lock);
+	dev->ib_live = false;
+	mutex_unlock(&dev->event_lock);
 	/* Destroys every object, the consumers' and user space's. */
 	ib_unregister_device(&dev->ibdev);
 	qrdma_eqs_fini(dev);
 	qrdma_eth_fini(dev);
 	dma_pool_destroy(dev->ci_pool);
-	qrdma_cmdq_stop(&dev->cmdq);
 	/* The device forgets everything and stops all DMA. */
-	qrdma_dev_reset(dev);
+	qrdma_cmdq_disable(&dev->cmdq);
+	cancel_work_sync(&dev->fatal_work);
+	/* No handler reaps the command queue after this: free it. */
+	free_irq(pci_irq_vector(pdev, 0), dev);
 	qrdma_cmdq_destroy(&dev->cmdq);
-	qrdma_irqs_fini(dev);
+	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, dev->kdb);
 	pci_iounmap(pdev, dev->regs);
 	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa) ||

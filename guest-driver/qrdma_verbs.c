@@ -206,14 +206,35 @@ static bool qrdma_udata_is_empty(struct ib_device *ibdev,
 
 /*
  * A destroy that failed because the device stopped answering leaves
- * nothing to undo: the device is reset, which destroys everything, before
- * the driver lets go of it.  Report it done so that memory is freed.
+ * nothing to undo: the command queue resets the device, which destroys
+ * everything, before it fails a command.  Report it done so that memory
+ * is freed.
  */
 static int qrdma_destroy_result(int err)
 {
 	if (err == -ENODEV || err == -ETIMEDOUT)
 		return 0;
 	return err;
+}
+
+/*
+ * The destroy of a kernel object cannot fail: ib_core frees the object
+ * whatever the driver says (ib_free_cq, ib_dealloc_pd), and a ULP could
+ * not do anything else with it anyway.  So when the device refuses one,
+ * the object goes all the same, unlisted; the memory the device may
+ * still read or write is left to it, leaked rather than freed under it.
+ * True if the caller must keep that memory.  A user object's refusal
+ * (S13, S20) goes back to user space, and the object stays as it was.
+ */
+static bool qrdma_kernel_destroy_refused(struct qrdma_dev *dev,
+					 const char *what, u32 handle, int err)
+{
+	if (!err)
+		return false;
+	ibdev_err_ratelimited(&dev->ibdev,
+			      "%s %#x of the kernel failed: %d; destroyed anyway, its memory left to the device\n",
+			      what, handle, err);
+	return true;
 }
 
 int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
@@ -564,11 +585,15 @@ int qrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct qrdma_pd *pd = to_qpd(ibpd);
 	int err;
 
-	err = qrdma_cmd_dealloc_pd(&dev->cmdq, pd->uctx, pd->pdn);
-	if (err)
+	err = qrdma_destroy_result(qrdma_cmd_dealloc_pd(&dev->cmdq, pd->uctx,
+							pd->pdn));
+	if (err && pd->uctx) {
 		ibdev_dbg(&dev->ibdev, "DEALLOC_PD %#x failed: %d\n", pd->pdn,
 			  err);
-	return qrdma_destroy_result(err);
+		return err;
+	}
+	qrdma_kernel_destroy_refused(dev, "DEALLOC_PD", pd->pdn, err);
+	return 0;
 }
 
 /* The QRDMA_ACCESS_* bits this device takes, for MRs and QPs. */
@@ -798,11 +823,14 @@ int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	err = qrdma_destroy_result(qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx,
 						      ibmr->lkey));
-	if (err) {
+	if (err && mr->uctx) {
 		ibdev_dbg(&dev->ibdev, "DEREG_MR %#x failed: %d\n", ibmr->lkey,
 			  err);
 		return err;
 	}
+	/* The device may still read a fast-registration page list. */
+	if (qrdma_kernel_destroy_refused(dev, "DEREG_MR", ibmr->lkey, err))
+		mr->pages = NULL;
 	if (mr->pages)
 		dma_free_coherent(&dev->pdev->dev,
 				  mr->max_pages * sizeof(*mr->pages),
@@ -992,6 +1020,7 @@ int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	cq->uctx = qrdma_udata_uctx(udata);
 	cq->eq = qrdma_comp_vector_to_eq(dev, attr->comp_vector);
 	params.uctx = cq->uctx;
@@ -1148,14 +1177,23 @@ int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibcq->device);
 	struct qrdma_cq *cq = to_qcq(ibcq);
+	int err;
 
 	if (cqe <= 0 || cqe > dev->attr.max_cqe) {
 		ibdev_dbg(&dev->ibdev, "bad CQ size %d\n", cqe);
 		return -EINVAL;
 	}
+	/*
+	 * uverbs holds the CQ only shared: two resizes may come at once,
+	 * and the second must start from the ring the first left.
+	 */
+	mutex_lock(&cq->resize_lock);
 	if (udata)
-		return qrdma_resize_user_cq(dev, cq, cqe, udata);
-	return qrdma_resize_kernel_cq(dev, cq, cqe);
+		err = qrdma_resize_user_cq(dev, cq, cqe, udata);
+	else
+		err = qrdma_resize_kernel_cq(dev, cq, cqe);
+	mutex_unlock(&cq->resize_lock);
+	return err;
 }
 
 int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
@@ -1167,7 +1205,7 @@ int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	/* S20: EBUSY while a QP uses the CQ; the CQ then stays as it was. */
 	err = qrdma_destroy_result(qrdma_cmd_destroy_cq(&dev->cmdq, cq->uctx,
 							cq->cqn));
-	if (err) {
+	if (err && cq->uctx) {
 		ibdev_dbg(&dev->ibdev, "DESTROY_CQ %#x failed: %d\n", cq->cqn,
 			  err);
 		return err;
@@ -1177,7 +1215,8 @@ int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	/* Handlers that looked the CQ up are done with it once these return. */
 	qrdma_sync_eq(dev, cq->eq);
 	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
-	qrdma_cq_free_rings(dev, cq);
+	if (!qrdma_kernel_destroy_refused(dev, "DESTROY_CQ", cq->cqn, err))
+		qrdma_cq_free_rings(dev, cq);
 	return 0;
 }
 
@@ -1559,9 +1598,9 @@ static void qrdma_qp_reset_kernel(struct qrdma_qp *qp)
 {
 	struct ib_qp *ibqp = &qp->ibqp;
 
-	qrdma_cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+	qrdma_cq_clean(to_qcq(ibqp->send_cq), qp);
 	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
-		qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
+		qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp);
 	qrdma_wq_reset(&qp->sq);
 	if (!ibqp->srq)
 		qrdma_wq_reset(&qp->rq);
@@ -1764,24 +1803,33 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	/* S13: EBUSY while attached to a multicast group; nothing changes. */
 	err = qrdma_destroy_result(qrdma_cmd_destroy_qp(&dev->cmdq, qp->uctx,
 							qp->qpn));
-	if (err) {
+	if (err && qp->uctx) {
 		ibdev_dbg(&dev->ibdev, "DESTROY_QP %#x failed: %d\n", qp->qpn,
 			  err);
 		return err;
 	}
 
-	xa_erase(&dev->qp_xa, qp->qpn);
-	/* Event handlers that looked the QP up are done with it after this. */
-	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
 	if (!qp->uctx) {
 		/*
-		 * S12: the QP's completions still in its CQs are dropped.
+		 * S12: the QP's completions still in its CQs are dropped,
+		 * and the SRQ entries they stand for freed.  The device
+		 * writes none after DESTROY_QP; cleaning before the QP is
+		 * unlisted leaves pollers none to drop without crediting.
 		 * Cleaning takes each CQ's lock, under which pollers look
 		 * QPs up, so no poller holds this QP afterwards.
 		 */
-		qrdma_cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+		qrdma_cq_clean(to_qcq(ibqp->send_cq), qp);
 		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
-			qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
+			qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp);
+	}
+	xa_erase(&dev->qp_xa, qp->qpn);
+	/* Event handlers that looked the QP up are done with it after this. */
+	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
+	if (qrdma_kernel_destroy_refused(dev, "DESTROY_QP", qp->qpn, err)) {
+		/* The rings stay the device's; the driver's own part goes. */
+		kvfree(qp->sq.wr_ids);
+		kvfree(qp->rq.wr_ids);
+		return 0;
 	}
 	qrdma_qp_free_rings(dev, qp);
 	return 0;
@@ -2059,14 +2107,15 @@ int qrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	err = qrdma_destroy_result(qrdma_cmd_destroy_srq(&dev->cmdq, srq->uctx,
 							 srq->srqn));
-	if (err) {
+	if (err && srq->uctx) {
 		ibdev_dbg(&dev->ibdev, "DESTROY_SRQ %#x failed: %d\n",
 			  srq->srqn, err);
 		return err;
 	}
 	xa_erase(&dev->srq_xa, srq->srqn);
 	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
-	qrdma_wq_free(dev, &srq->rq);
+	if (!qrdma_kernel_destroy_refused(dev, "DESTROY_SRQ", srq->srqn, err))
+		qrdma_wq_free(dev, &srq->rq);
 	ib_umem_release(srq->umem);
 	return 0;
 }
@@ -2115,14 +2164,18 @@ int qrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	struct qrdma_dev *dev = to_qdev(ibah->device);
 	struct qrdma_ah *ah = to_qah(ibah);
+	bool can_sleep = flags & RDMA_DESTROY_AH_SLEEPABLE;
 	int err;
 
-	err = qrdma_cmd_destroy_ah(&dev->cmdq, ah->uctx, ah->handle,
-				   flags & RDMA_DESTROY_AH_SLEEPABLE);
-	if (err)
+	err = qrdma_destroy_result(qrdma_cmd_destroy_ah(&dev->cmdq, ah->uctx,
+							ah->handle, can_sleep));
+	if (err && ah->uctx) {
 		ibdev_dbg(&dev->ibdev, "DESTROY_AH %#x failed: %d\n",
 			  ah->handle, err);
-	return qrdma_destroy_result(err);
+		return err;
+	}
+	qrdma_kernel_destroy_refused(dev, "DESTROY_AH", ah->handle, err);
+	return 0;
 }
 
 int qrdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)

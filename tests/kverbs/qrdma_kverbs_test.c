@@ -4,7 +4,9 @@
  * S38 for kernel posts (ib_post_recv and ib_post_send on a full queue, or
  * with more SGEs than the QP's cap: ENOMEM or EINVAL, bad_wr the first WR
  * not posted, the ones before it posted) and ib_drain_qp on a connected
- * RC QP, and resizing a kernel SRQ with receives posted.  The QPs talk to
+ * RC QP, resizing a kernel SRQ with receives posted, resizing one CQ
+ * from two threads at once, and a kernel SRQ's entries coming back when
+ * the receive CQEs of its QP are dropped unpolled.  The QPs talk to
  * themselves over the port's RoCE v2 GID.
  *
  * The module runs its tests when it finds the device (an ib_client) and
@@ -20,6 +22,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
 #include <linux/delay.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
@@ -473,6 +476,212 @@ static void kv_srq_resize(struct kv_ctx *kv)
 	ib_destroy_srq(srq);
 }
 
+/* post n receives of 16 bytes to srq; true if all are taken. */
+static bool kv_srq_fill(struct kv_ctx *kv, struct ib_srq *srq, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		struct ib_sge sge = {
+			.addr = kv->dma + 16 * i,
+			.length = 16,
+			.lkey = kv->pd->local_dma_lkey,
+		};
+		struct ib_recv_wr wr = {
+			.wr_cqe = &kv->cqe, .sg_list = &sge, .num_sge = 1,
+		};
+		const struct ib_recv_wr *bad;
+		int err = ib_post_srq_recv(srq, &wr, &bad);
+
+		if (err) {
+			pr_info("# receive %u of %u on the SRQ: %d\n", i, n,
+				err);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* n signaled 8-byte sends on qp; true once all completed ok (10 s). */
+static bool kv_send_n(struct kv_ctx *kv, struct ib_qp *qp, u32 n)
+{
+	int ok0 = atomic_read(&kv->done_ok);
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		struct ib_sge sge = {
+			.addr = kv->dma + KV_BUF_SIZE / 2,
+			.length = 8,
+			.lkey = kv->pd->local_dma_lkey,
+		};
+		struct ib_send_wr wr = {
+			.wr_cqe = &kv->cqe, .sg_list = &sge, .num_sge = 1,
+			.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+		};
+		const struct ib_send_wr *bad;
+
+		if (ib_post_send(qp, &wr, &bad))
+			return false;
+	}
+	return kv_wait_ok(kv, ok0 + n);
+}
+
+/*
+ * Receive completions of a QP on a kernel SRQ that nobody polled, then
+ * dropped by the QP's move to RESET or its destroy: the SRQ entries they
+ * stand for are free again, and the SRQ takes as many receives as before.
+ * The sends complete on the test's CQ; the receives on one never polled.
+ */
+static void kv_srq_clean(struct kv_ctx *kv)
+{
+	struct ib_srq_init_attr sia = {
+		.attr = { .max_wr = KV_QP_WR, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct ib_qp_attr reset = { .qp_state = IB_QPS_RESET };
+	struct ib_qp_init_attr ia;
+	struct ib_cq *rcq;
+	struct ib_srq *srq;
+	struct ib_qp *qp;
+	u32 n;
+
+	rcq = ib_alloc_cq(kv->dev, NULL, 4 * KV_QP_WR, 0, IB_POLL_DIRECT);
+	if (!tap(!IS_ERR(rcq), "SRQ clean: a CQ nobody polls"))
+		return;
+	srq = ib_create_srq(kv->pd, &sia);
+	if (!tap(!IS_ERR(srq), "SRQ clean: a kernel SRQ")) {
+		ib_free_cq(rcq);
+		return;
+	}
+	n = sia.attr.max_wr;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = kv->cq;
+	ia.recv_cq = rcq;
+	ia.srq = srq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = n;
+	ia.cap.max_send_sge = 1;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp),
+		 "SRQ clean: an RC QP on it connects to itself")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		goto out;
+	}
+
+	tap(kv_srq_fill(kv, srq, n) && kv_send_n(kv, qp, n),
+	    "SRQ clean: the SRQ filled, and as many messages received");
+	tap(!ib_modify_qp(qp, &reset, IB_QP_STATE) && kv_srq_fill(kv, srq, n),
+	    "SRQ clean: after the QP's move to RESET dropped the receive CQEs, the SRQ takes as many receives again");
+
+	tap(!kv_to_init(qp) && !kv_connect_self(kv, qp) && kv_send_n(kv, qp, n),
+	    "SRQ clean: the QP reconnects and consumes them");
+	ib_destroy_qp(qp);
+	tap(kv_srq_fill(kv, srq, n),
+	    "SRQ clean: after the QP's destroy dropped the receive CQEs, the SRQ takes as many receives again");
+out:
+	ib_destroy_srq(srq);
+	ib_free_cq(rcq);
+}
+
+/* Until cq has given one completion, or 10 s; polled here, by nobody else. */
+static int kv_poll_one(struct ib_cq *cq, struct ib_wc *wc)
+{
+	int i, n = 0;
+
+	for (i = 0; i < 1000 && !n; i++) {
+		n = ib_poll_cq(cq, 1, wc);
+		if (!n)
+			msleep(10);
+	}
+	return n;
+}
+
+struct kv_resizer {
+	struct ib_cq *cq;
+	int first;		/* sizes alternate from this one */
+	int failed;
+	struct completion done;
+};
+
+static int kv_resizer_fn(void *arg)
+{
+	struct kv_resizer *r = arg;
+	int i;
+
+	for (i = 0; i < 40; i++)
+		if (ib_resize_cq(r->cq, (i + r->first) % 2 ? 64 : 16))
+			r->failed++;
+	complete(&r->done);
+	return 0;
+}
+
+/*
+ * Two resizes of one kernel CQ at once, many times: ib_core does not
+ * serialise them.  Afterwards the CQ still takes and gives completions,
+ * so the ring the device writes is the one the driver reads.  A race
+ * there shows only now and then: passing is not proof, failing is.
+ */
+static void kv_resize_race(struct kv_ctx *kv)
+{
+	struct kv_resizer r[2];
+	struct ib_qp_init_attr ia;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge;
+	const struct ib_send_wr *bad;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	int i, failed = 0;
+
+	cq = ib_alloc_cq(kv->dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (!tap(!IS_ERR(cq), "resize race: a kernel CQ"))
+		return;
+	for (i = 0; i < 2; i++) {
+		struct task_struct *t;
+
+		r[i] = (struct kv_resizer) { .cq = cq, .first = i };
+		init_completion(&r[i].done);
+		t = kthread_run(kv_resizer_fn, &r[i], "kv-resize%d", i);
+		if (IS_ERR(t)) {
+			r[i].failed = 1;
+			complete(&r[i].done);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		wait_for_completion(&r[i].done);
+		failed += r[i].failed;
+	}
+	tap(!failed, "resize race: two threads resize one CQ 40 times each");
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_recv_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp),
+		 "resize race: an RC QP on the CQ connects to itself")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		ib_free_cq(cq);
+		return;
+	}
+	kv_write_chain(kv, &wr, &sge, 1);
+	wr.wr.wr_id = 0x5eed;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	tap(!ib_post_send(qp, &wr.wr, &bad) && kv_poll_one(cq, &wc) == 1 &&
+	    wc.status == IB_WC_SUCCESS && wc.wr_id == 0x5eed,
+	    "resize race: the resized CQ gives the write's completion");
+	ib_destroy_qp(qp);
+	ib_free_cq(cq);
+}
+
 static int kv_run(struct ib_device *dev)
 {
 	struct kv_ctx *kv;
@@ -513,6 +722,8 @@ static int kv_run(struct ib_device *dev)
 	kv_s38(kv);
 	kv_drain(kv);
 	kv_srq_resize(kv);
+	kv_resize_race(kv);
+	kv_srq_clean(kv);
 
 	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);
 free_buf:
