@@ -790,14 +790,38 @@ int qrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qrdma_set_page);
 }
 
+/*
+ * DEREG_MR names an MR by the key the device holds.  For a fast
+ * registration MR that is the key of the last REG_MR work request the
+ * device carried out, not ibmr->lkey if that one failed:
+ * ib_update_fast_reg_key() sets the new key before the post.  The slot
+ * (the key above its low byte) stays this MR's until DEREG_MR succeeds,
+ * so when the device does not know ibmr->lkey, the key byte it holds is
+ * looked for, newest first.
+ */
+static int qrdma_dereg_fast_reg_mr(struct qrdma_dev *dev, struct qrdma_mr *mr)
+{
+	u32 key = mr->ibmr.lkey;
+	int err, i;
+
+	err = qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx, key);
+	for (i = 1; err == -EINVAL && i < 256; i++)
+		err = qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx,
+					 (key & ~0xffU) | ((key - i) & 0xff));
+	return err;
+}
+
 int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibmr->device);
 	struct qrdma_mr *mr = to_qmr(ibmr);
 	int err;
 
-	err = qrdma_destroy_result(qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx,
-						      ibmr->lkey));
+	if (mr->pages)
+		err = qrdma_dereg_fast_reg_mr(dev, mr);
+	else
+		err = qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx, ibmr->lkey);
+	err = qrdma_destroy_result(err);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "DEREG_MR %#x failed: %d\n", ibmr->lkey,
 			  err);
