@@ -43,6 +43,7 @@ module_tap() {
 }
 
 run_test qrdma_setup
+run_iommu_test
 if [ -n "$QRDMA_GID_INDEX" ]; then
     tap_include qrdma_kverbs_test module_tap qrdma_kverbs_test 'qrdma-kverbs: '
     run_test kverbs_unload

@@ -10,6 +10,7 @@ LOGDIR=${QRDMA_OUT:-/tmp}/verbs-lifecycle
 mkdir -p "$LOGDIR"
 
 run_test qrdma_setup
+run_iommu_test
 if [ -n "$QRDMA_GID_INDEX" ]; then
     tap_include verbs-lifecycle \
         timeout 120 "$QRDMA_PROVIDER_DIR/verbs-lifecycle" "$QRDMA_DEV" "$QRDMA_GID_INDEX"
