@@ -632,6 +632,34 @@ struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
+/*
+ * The page sizes of @sizes whose pages stay within what @umem mapped.  The
+ * device checks every page of an MR's list, whole, at registration.
+ * Behind an IOMMU a umem is one range of bus addresses, and
+ * ib_umem_find_best_pgsz() may choose a page larger than the MR, whose
+ * first or last page then reaches into addresses nothing maps: the
+ * device refuses the MR.  A page size that divides both ends of the
+ * mapping keeps every page inside; between the ends,
+ * ib_umem_find_best_pgsz() already keeps to the boundaries.
+ */
+static unsigned long qrdma_umem_page_sizes(struct ib_umem *umem,
+					   unsigned long sizes)
+{
+	struct scatterlist *sg, *last = NULL;
+	dma_addr_t start = 0, end;
+	unsigned int i;
+
+	for_each_sgtable_dma_sg(&umem->sgt_append.sgt, sg, i) {
+		if (!last)
+			start = sg_dma_address(sg);
+		last = sg;
+	}
+	if (!last)
+		return sizes;
+	end = sg_dma_address(last) + sg_dma_len(last);
+	return sizes & GENMASK_ULL(__ffs64(start | end), 0);
+}
+
 struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt_addr, int access,
 				struct ib_udata *udata)
@@ -677,8 +705,9 @@ struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 
 	pgsz = ib_umem_find_best_pgsz(mr->umem,
-				      dev->attr.page_size_cap &
-				      QRDMA_MR_PAGE_SIZES, virt_addr);
+				      qrdma_umem_page_sizes(mr->umem,
+					dev->attr.page_size_cap &
+					QRDMA_MR_PAGE_SIZES), virt_addr);
 	if (!pgsz) {
 		ibdev_dbg(&dev->ibdev, "no page size fits the MR\n");
 		err = -EINVAL;
