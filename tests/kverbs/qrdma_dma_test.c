@@ -212,8 +212,9 @@ static int dt_post(struct dt_ctx *dt, struct ib_qp *qp,
 	return dt_wait(dt);
 }
 
-/* An RDMA WRITE of DT_LEN bytes from laddr to raddr on a fresh QP. */
-static int dt_write(struct dt_ctx *dt, u64 laddr, u64 raddr)
+/* An RDMA WRITE of DT_LEN bytes from laddr to raddr on qp. */
+static int dt_write_on(struct dt_ctx *dt, struct ib_qp *qp, u64 laddr,
+		       u64 raddr)
 {
 	struct ib_sge sge = {
 		.addr = laddr,
@@ -230,6 +231,17 @@ static int dt_write(struct dt_ctx *dt, u64 laddr, u64 raddr)
 		.remote_addr = raddr,
 		.rkey = dt->pd->unsafe_global_rkey,
 	};
+	int status;
+
+	status = dt_post(dt, qp, &wr.wr);
+	pr_info("# RDMA WRITE %#llx -> %#llx: %s\n", laddr, raddr,
+		status < 0 ? "no completion" : ib_wc_status_msg(status));
+	return status;
+}
+
+/* The same on a fresh QP. */
+static int dt_write(struct dt_ctx *dt, u64 laddr, u64 raddr)
+{
 	struct ib_qp *qp;
 	int status;
 
@@ -238,9 +250,7 @@ static int dt_write(struct dt_ctx *dt, u64 laddr, u64 raddr)
 		pr_info("# a QP connected to itself: %ld\n", PTR_ERR(qp));
 		return -1;
 	}
-	status = dt_post(dt, qp, &wr.wr);
-	pr_info("# RDMA WRITE %#llx -> %#llx: %s\n", laddr, raddr,
-		status < 0 ? "no completion" : ib_wc_status_msg(status));
+	status = dt_write_on(dt, qp, laddr, raddr);
 	ib_destroy_qp(qp);
 	return status;
 }
@@ -342,11 +352,15 @@ static void dt_reg_mr_never_mapped(struct dt_ctx *dt)
 	tap(!err, "REG_MR of a page never mapped: the MR, its registration failed, deregisters");
 }
 
-/* Behind an IOMMU: an address mapped, unmapped again, then used. */
+/*
+ * Behind an IOMMU: an address mapped, unmapped again, then used.  The QP
+ * is made first: its rings would take the freed address again.
+ */
 static void dt_write_unmapped(struct dt_ctx *dt)
 {
 	const char *what = "RDMA WRITE from an address unmapped after use";
 	struct device *dma_dev = dt->dev->dma_device;
+	struct ib_qp *qp;
 	s64 errors0;
 	dma_addr_t gone;
 	void *page;
@@ -357,20 +371,24 @@ static void dt_write_unmapped(struct dt_ctx *dt)
 		return;
 	}
 	page = (void *)get_zeroed_page(GFP_KERNEL);
-	if (!page) {
+	qp = page ? dt_qp(dt) : ERR_PTR(-ENOMEM);
+	if (IS_ERR(qp)) {
+		pr_info("# a page and a QP: %ld\n", PTR_ERR(qp));
 		tap(false, what);
-		return;
+		goto free_page;
 	}
 	gone = dma_map_single(dma_dev, page, PAGE_SIZE, DMA_TO_DEVICE);
 	if (dma_mapping_error(dma_dev, gone)) {
-		free_page((unsigned long)page);
 		tap(false, what);
-		return;
+		goto destroy_qp;
 	}
 	dma_unmap_single(dma_dev, gone, PAGE_SIZE, DMA_TO_DEVICE);
 	errors0 = dt_guest_errors(dt);
-	status = dt_write(dt, gone, dt->dma + PAGE_SIZE);
+	status = dt_write_on(dt, qp, gone, dt->dma + PAGE_SIZE);
 	dt_check(dt, status, errors0, what, true, false);
+destroy_qp:
+	ib_destroy_qp(qp);
+free_page:
 	free_page((unsigned long)page);
 }
 
