@@ -657,6 +657,34 @@ struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
+/*
+ * The page sizes of @sizes whose pages stay within what @umem mapped.  The
+ * device checks every page of an MR's list, whole, at registration.
+ * Behind an IOMMU a umem is one range of bus addresses, and
+ * ib_umem_find_best_pgsz() may choose a page larger than the MR, whose
+ * first or last page then reaches into addresses nothing maps: the
+ * device refuses the MR.  A page size that divides both ends of the
+ * mapping keeps every page inside; between the ends,
+ * ib_umem_find_best_pgsz() already keeps to the boundaries.
+ */
+static unsigned long qrdma_umem_page_sizes(struct ib_umem *umem,
+					   unsigned long sizes)
+{
+	struct scatterlist *sg, *last = NULL;
+	dma_addr_t start = 0, end;
+	unsigned int i;
+
+	for_each_sgtable_dma_sg(&umem->sgt_append.sgt, sg, i) {
+		if (!last)
+			start = sg_dma_address(sg);
+		last = sg;
+	}
+	if (!last)
+		return sizes;
+	end = sg_dma_address(last) + sg_dma_len(last);
+	return sizes & GENMASK_ULL(__ffs64(start | end), 0);
+}
+
 struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt_addr, int access,
 				struct ib_udata *udata)
@@ -702,8 +730,9 @@ struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 
 	pgsz = ib_umem_find_best_pgsz(mr->umem,
-				      dev->attr.page_size_cap &
-				      QRDMA_MR_PAGE_SIZES, virt_addr);
+				      qrdma_umem_page_sizes(mr->umem,
+					dev->attr.page_size_cap &
+					QRDMA_MR_PAGE_SIZES), virt_addr);
 	if (!pgsz) {
 		ibdev_dbg(&dev->ibdev, "no page size fits the MR\n");
 		err = -EINVAL;
@@ -815,14 +844,38 @@ int qrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qrdma_set_page);
 }
 
+/*
+ * DEREG_MR names an MR by the key the device holds.  For a fast
+ * registration MR that is the key of the last REG_MR work request the
+ * device carried out, not ibmr->lkey if that one failed:
+ * ib_update_fast_reg_key() sets the new key before the post.  The slot
+ * (the key above its low byte) stays this MR's until DEREG_MR succeeds,
+ * so when the device does not know ibmr->lkey, the key byte it holds is
+ * looked for, newest first.
+ */
+static int qrdma_dereg_fast_reg_mr(struct qrdma_dev *dev, struct qrdma_mr *mr)
+{
+	u32 key = mr->ibmr.lkey;
+	int err, i;
+
+	err = qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx, key);
+	for (i = 1; err == -EINVAL && i < 256; i++)
+		err = qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx,
+					 (key & ~0xffU) | ((key - i) & 0xff));
+	return err;
+}
+
 int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibmr->device);
 	struct qrdma_mr *mr = to_qmr(ibmr);
 	int err;
 
-	err = qrdma_destroy_result(qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx,
-						      ibmr->lkey));
+	if (mr->pages)
+		err = qrdma_dereg_fast_reg_mr(dev, mr);
+	else
+		err = qrdma_cmd_dereg_mr(&dev->cmdq, mr->uctx, ibmr->lkey);
+	err = qrdma_destroy_result(err);
 	if (err && mr->uctx) {
 		ibdev_dbg(&dev->ibdev, "DEREG_MR %#x failed: %d\n", ibmr->lkey,
 			  err);

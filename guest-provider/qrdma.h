@@ -99,6 +99,15 @@ struct qrdma_wq {
 struct qrdma_cq {
 	struct verbs_cq vcq;
 	pthread_spinlock_t lock;
+	/*
+	 * Held across RESIZE_CQ, a command that may take as long as the
+	 * kernel's command timeout: one resize at a time, and whoever must
+	 * not touch the ring while the device moves its entries (pollers,
+	 * the clean-up of a QP's CQEs) sleeps on it instead of spinning.
+	 */
+	pthread_mutex_t resize_mutex;
+	/* RESIZE_CQ is moving the entries.  Under lock and resize_mutex. */
+	bool resizing;
 	uint32_t cqn;
 	struct qrdma_buf buf;
 	uint32_t log2;

@@ -9,7 +9,9 @@
  * that completes into this CQ and its WQE index is one outstanding; other
  * CQEs are skipped.  Taking a QP out of the QP table, or resetting its
  * queues, happens under the locks of its CQs, after the CQEs it still has
- * there are cleaned out (S12, S36).
+ * there are cleaned out (S12, S36).  No spinlock is held across a system
+ * call: RESIZE_CQ runs under the CQ's resize_mutex, on which pollers and
+ * those clean-ups wait.
  */
 
 #include <endian.h>
@@ -333,6 +335,49 @@ static void qrdma_cq_update_ci(struct qrdma_cq *cq)
 			      memory_order_release);
 }
 
+/*
+ * Take cq->lock to consume CQEs.  While RESIZE_CQ moves the entries
+ * nothing may be consumed, and the command may take long: the poller
+ * sleeps until it is done rather than spin, and rather than find the CQ
+ * empty, which would lose the wake-up of a consumer polling after a
+ * completion event.
+ */
+static void qrdma_cq_lock_poll(struct qrdma_cq *cq)
+{
+	pthread_spin_lock(&cq->lock);
+	while (unlikely(cq->resizing)) {
+		pthread_spin_unlock(&cq->lock);
+		pthread_mutex_lock(&cq->resize_mutex);
+		pthread_mutex_unlock(&cq->resize_mutex);
+		pthread_spin_lock(&cq->lock);
+	}
+}
+
+/*
+ * Keep the resizes of a QP's CQs away while its CQEs are cleaned out of
+ * them: the device would copy entries the clean-up is changing.  Taken
+ * before qp_table_mutex and the CQ locks.
+ */
+static void qrdma_hold_cq_resizes(struct qrdma_cq *a, struct qrdma_cq *b)
+{
+	if (a == b) {
+		pthread_mutex_lock(&a->resize_mutex);
+	} else if (a < b) {
+		pthread_mutex_lock(&a->resize_mutex);
+		pthread_mutex_lock(&b->resize_mutex);
+	} else {
+		pthread_mutex_lock(&b->resize_mutex);
+		pthread_mutex_lock(&a->resize_mutex);
+	}
+}
+
+static void qrdma_release_cq_resizes(struct qrdma_cq *a, struct qrdma_cq *b)
+{
+	if (a != b)
+		pthread_mutex_unlock(&b->resize_mutex);
+	pthread_mutex_unlock(&a->resize_mutex);
+}
+
 static void qrdma_lock_cqs(struct qrdma_cq *a, struct qrdma_cq *b)
 {
 	if (a == b) {
@@ -549,7 +594,7 @@ int qrdma_poll_cq(struct ibv_cq *ibvcq, int ne, struct ibv_wc *wc)
 	uint32_t start;
 	int n = 0;
 
-	pthread_spin_lock(&cq->lock);
+	qrdma_cq_lock_poll(cq);
 	start = cq->ci;
 	while (n < ne) {
 		cqe = qrdma_next_cqe(cq, &qp, &wr_id);
@@ -589,7 +634,7 @@ static int qrdma_start_poll(struct ibv_cq_ex *ibvcqx,
 	if (unlikely(attr->comp_mask))
 		return EINVAL;
 
-	pthread_spin_lock(&cq->lock);
+	qrdma_cq_lock_poll(cq);
 	start = cq->ci;
 	err = qrdma_cq_ex_fetch(cq);
 	if (err) {
@@ -767,6 +812,7 @@ static struct ibv_cq_ex *create_cq(struct ibv_context *ibvctx,
 	cq->cqn = resp.cqn;
 
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&cq->resize_mutex, NULL);
 	qrdma_cq_fill_pfns(cq, attr);
 	return &cq->vcq.cq_ex;
 
@@ -823,15 +869,23 @@ int qrdma_resize_cq(struct ibv_cq *ibvcq, int cqe)
 		return err;
 
 	/*
-	 * The device moves the entries not polled yet to the start of the
-	 * new ring; nobody polls until it has.
+	 * The device moves the entries not polled yet, from cmd.ci on, to
+	 * the start of the new ring; nobody consumes any until it has.  The
+	 * command is not issued under cq->lock: pollers wait for it on
+	 * resize_mutex, asleep.
 	 */
+	pthread_mutex_lock(&cq->resize_mutex);
 	pthread_spin_lock(&cq->lock);
+	cq->resizing = true;
+	cmd.ci = cq->ci;
+	pthread_spin_unlock(&cq->lock);
+
 	cmd.entries = entries;
 	cmd.ring_va = (uintptr_t)buf.addr;
-	cmd.ci = cq->ci;
 	err = ibv_cmd_resize_cq(ibvcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp));
+
+	pthread_spin_lock(&cq->lock);
 	if (!err) {
 		struct qrdma_buf old = cq->buf;
 
@@ -841,7 +895,9 @@ int qrdma_resize_cq(struct ibv_cq *ibvcq, int cqe)
 		cq->ci = 0;
 		qrdma_cq_update_ci(cq);
 	}
+	cq->resizing = false;
 	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->resize_mutex);
 
 	/* The old ring on success, the new one on failure. */
 	qrdma_free_buf(&buf);
@@ -858,6 +914,7 @@ int qrdma_destroy_cq(struct ibv_cq *ibvcq)
 		return err;
 	qrdma_free_buf(&cq->ci_buf);
 	qrdma_free_buf(&cq->buf);
+	pthread_mutex_destroy(&cq->resize_mutex);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return 0;
@@ -1414,6 +1471,7 @@ struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *ibvctx,
  */
 static void qrdma_qp_reset(struct qrdma_qp *qp)
 {
+	qrdma_hold_cq_resizes(qp->send_cq, qp->recv_cq);
 	qrdma_lock_cqs(qp->send_cq, qp->recv_cq);
 	qrdma_cq_clean(qp->send_cq, qp);
 	if (qp->recv_cq != qp->send_cq)
@@ -1421,6 +1479,7 @@ static void qrdma_qp_reset(struct qrdma_qp *qp)
 	qrdma_wq_reset(&qp->sq);
 	qrdma_wq_reset(&qp->rq);
 	qrdma_unlock_cqs(qp->send_cq, qp->recv_cq);
+	qrdma_release_cq_resizes(qp->send_cq, qp->recv_cq);
 }
 
 int qrdma_modify_qp(struct ibv_qp *ibvqp, struct ibv_qp_attr *attr,
@@ -1460,6 +1519,7 @@ int qrdma_destroy_qp(struct ibv_qp *ibvqp)
 		return err;
 
 	/* S12: the device is done with the QP; so are the pollers after this. */
+	qrdma_hold_cq_resizes(qp->send_cq, qp->recv_cq);
 	pthread_mutex_lock(&ctx->qp_table_mutex);
 	qrdma_lock_cqs(qp->send_cq, qp->recv_cq);
 	qrdma_cq_clean(qp->send_cq, qp);
@@ -1468,6 +1528,7 @@ int qrdma_destroy_qp(struct ibv_qp *ibvqp)
 	qrdma_qp_table_set(ctx, qp->qpn, NULL);
 	qrdma_unlock_cqs(qp->send_cq, qp->recv_cq);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
+	qrdma_release_cq_resizes(qp->send_cq, qp->recv_cq);
 
 	qrdma_wq_destroy(&qp->rq);
 	qrdma_wq_destroy(&qp->sq);

@@ -14,10 +14,17 @@ set -euo pipefail
 
 LOGDIR=${QRDMA_OUT:-/tmp}/driver-load
 TESTS=(
-    load_modules registered netdev_up port_active device_attrs
+    load_modules registered $(qrdma_iommu_test) netdev_up port_active device_attrs
     roce_v2_gid kernel_objects restrack uverbs_abi
     hw_counters nvme_rdma qrdma_unload reload dmesg_clean
 )
+
+# Behind an IOMMU, nvme-rdma's fast registration of a host-to-target
+# buffer (mapped DMA_TO_DEVICE, so read-only) is refused by the device,
+# which wants every MR page writable.
+if qrdma_iommu_wanted; then
+    qrdma_todo nvme_rdma "device: a REG_MR work request refuses pages the IOMMU maps read-only"
+fi
 
 # Tests run in an `if` (run_test), where bash ignores errexit, so each
 # checks its steps explicitly.

@@ -1,19 +1,21 @@
 #!/bin/bash
 # qrdma under a kernel consumer of the verbs: tests/kverbs/
-# qrdma_kverbs_test.ko (S38 for kernel posts, ib_drain_qp, SRQ resize), built on the
-# host by scripts/build-driver, loaded here; it writes its results to the
-# kernel log as TAP, which this script passes on.  Prints TAP.
+# qrdma_kverbs_test.ko (S38 for kernel posts, ib_drain_qp, SRQ resize) and
+# qrdma_dma_test.ko (DMA to addresses the guest never mapped is a guest
+# error), built on the host by scripts/build-driver, loaded here; each
+# writes its results to the kernel log as TAP, which this script passes on.
+# Prints TAP.
 set -uo pipefail
 . "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
 
 LOGDIR=${QRDMA_OUT:-/tmp}/kernel-verbs
-TEST_KO=$QRDMA_SRC_DIR/tests/kverbs/qrdma_kverbs_test.ko
-PREFIX='qrdma-kverbs: '
+KO_DIR=$QRDMA_SRC_DIR/tests/kverbs
 mkdir -p "$LOGDIR"
 
 describe() {
     case $1 in
         kverbs_unload) echo "the test module unloads" ;;
+        dma_unload) echo "the DMA test module unloads" ;;
     esac
 }
 
@@ -21,23 +23,32 @@ t_kverbs_unload() {
     rmmod qrdma_kverbs_test
 }
 
-# The module's TAP lines, from the kernel log (the ones of this load).
-kverbs_tap() {
-    [ -f "$TEST_KO" ] || {
+t_dma_unload() {
+    rmmod qrdma_dma_test
+}
+
+# module_tap MODULE PREFIX: load tests/kverbs/MODULE.ko and pass on its TAP
+# lines, from the kernel log (the ones of this load).
+module_tap() {
+    local ko=$KO_DIR/$1.ko prefix=$2
+    [ -f "$ko" ] || {
         echo "1..1"
-        echo "not ok 1 - no $TEST_KO: run scripts/build-driver"
+        echo "not ok 1 - no $ko: run scripts/build-driver"
         return 1
     }
     dmesg -C
-    insmod "$TEST_KO" ibdev="$QRDMA_DEV" gid_index="$QRDMA_GID_INDEX" ||
+    insmod "$ko" ibdev="$QRDMA_DEV" gid_index="$QRDMA_GID_INDEX" ||
         echo "# insmod failed: $?"
-    dmesg | sed -n "s/^\[[^]]*\] $PREFIX//p"
+    dmesg | sed -n "s/^\[[^]]*\] $prefix//p"
 }
 
 run_test qrdma_setup
+run_iommu_test
 if [ -n "$QRDMA_GID_INDEX" ]; then
-    tap_include qrdma_kverbs_test kverbs_tap
+    tap_include qrdma_kverbs_test module_tap qrdma_kverbs_test 'qrdma-kverbs: '
     run_test kverbs_unload
+    tap_include qrdma_dma_test module_tap qrdma_dma_test 'qrdma-dma: '
+    run_test dma_unload
 fi
 run_test qrdma_unload
 run_test dmesg_clean

@@ -16,7 +16,7 @@ LOGDIR=${QRDMA_OUT:-/tmp}/provider-clients
 # Perftest iterations: the guest runs under TCG, so few.
 ITERS=${ITERS:-500}   # a multiple of the post list of send_bw_post_list
 TESTS=(
-    qrdma_setup devinfo
+    qrdma_setup $(qrdma_iommu_test) devinfo
     rc_pingpong rc_pingpong_events uc_pingpong ud_pingpong srq_pingpong
     send_bw write_bw read_bw atomic_bw
     send_lat write_lat read_lat atomic_lat
