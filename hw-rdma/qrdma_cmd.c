@@ -195,11 +195,16 @@ void qrdma_pages_free(QrdmaPages *pages)
 
 /*
  * Read a page list of n entries from addr: every entry must be a guest RAM
- * page of 2^page_shift bytes, aligned.  The list is kept in device memory,
- * so later accesses never read it from the guest again.
+ * page of 2^page_shift bytes, aligned, and writable where the device will
+ * always write (rings).  An MR's pages need only be readable here: behind
+ * an IOMMU a ULP may map a buffer the device only reads (DMA_TO_DEVICE)
+ * and register it with write access all the same, and every write checks
+ * its page when it happens (qrdma_dma_map).  The list is kept in device
+ * memory, so later accesses never read it from the guest again.
  */
 uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
-                         uint32_t max, unsigned page_shift, QrdmaPages *out)
+                         uint32_t max, unsigned page_shift, bool writable,
+                         QrdmaPages *out)
 {
     uint64_t page_size = 1ull << page_shift;
     uint64_t *list;
@@ -229,14 +234,14 @@ uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
     for (i = 0; i < n; i++) {
         list[i] = le64_to_cpu(list[i]);
         if (!QEMU_IS_ALIGNED(list[i], page_size) ||
-            !qrdma_dma_ok(core, list[i], page_size, true)) {
+            !qrdma_dma_ok(core, list[i], page_size, writable)) {
             uint64_t bad = list[i];
 
             g_free(list);
             return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_ADDR,
                                   "page %" PRIu32 " at 0x%" PRIx64
-                                  " is not an aligned page of guest RAM",
-                                  i, bad);
+                                  " is not an aligned page of %sguest RAM",
+                                  i, bad, writable ? "writable " : "");
         }
     }
     out->addr = list;
@@ -795,7 +800,8 @@ static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
             return st;
         }
         st = qrdma_pages_read(core, le64_to_cpu(r->pages_addr), npages,
-                              core->limits.max_mr_pages, shift, &pages);
+                              core->limits.max_mr_pages, shift, false,
+                              &pages);
         if (st) {
             core->mr_pages_in_use -= npages;
             return st;
@@ -1004,7 +1010,7 @@ static uint8_t qrdma_cq_ring(QrdmaCore *core, const struct qrdma_cmd_cq *c,
                               " pages", *log2, npages);
     }
     return qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages, npages,
-                            QRDMA_PAGE_SHIFT, ring);
+                            QRDMA_PAGE_SHIFT, true, ring);
 }
 
 static uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
@@ -1162,7 +1168,7 @@ static uint8_t qrdma_cmd_create_srq(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     st = qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages, npages,
-                          QRDMA_PAGE_SHIFT, &ring);
+                          QRDMA_PAGE_SHIFT, true, &ring);
     if (st) {
         return st;
     }
@@ -1274,7 +1280,7 @@ static uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
     }
     if (mask & QRDMA_SRQ_ATTR_MAX_WR) {
         st = qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages,
-                              npages, QRDMA_PAGE_SHIFT, &ring);
+                              npages, QRDMA_PAGE_SHIFT, true, &ring);
         if (st) {
             return st;
         }

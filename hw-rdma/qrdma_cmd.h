@@ -28,7 +28,8 @@ void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
 bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
                      uint64_t len);
 uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
-                         uint32_t max, unsigned page_shift, QrdmaPages *out);
+                         uint32_t max, unsigned page_shift, bool writable,
+                         QrdmaPages *out);
 void qrdma_pages_free(QrdmaPages *pages);
 uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size);
 uint64_t qrdma_ring_addr(const QrdmaPages *ring, uint32_t idx, uint32_t log2,

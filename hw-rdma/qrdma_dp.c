@@ -302,6 +302,22 @@ typedef struct QrdmaIter {
  * given rights by a QP of pd: NULL otherwise.  The local DMA lkey gives
  * guest addresses as they are, to the kernel only.
  */
+/*
+ * Whether an untranslated range (the local DMA lkey, a DMA MR) is guest
+ * RAM: a work request that names anything else is the guest's error.
+ */
+static bool qrdma_dma_span_ok(QrdmaCore *core, uint64_t addr, uint64_t len,
+                              bool is_write)
+{
+    if (!len || qrdma_dma_ok(core, addr, len, is_write)) {
+        return true;
+    }
+    trace_qrdma_err_dma_not_ram(addr, len, is_write);
+    qrdma_guest_error(core, "work request names 0x%" PRIx64 "+0x%" PRIx64
+                      ", not guest RAM", addr, len);
+    return false;
+}
+
 static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
                            uint32_t uctx, uint64_t addr, uint64_t len,
                            uint32_t access, const QrdmaMr **out)
@@ -316,8 +332,8 @@ static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
                            QRDMA_ACCESS_REMOTE_READ |
                            QRDMA_ACCESS_REMOTE_ATOMIC |
                            QRDMA_ACCESS_FLUSH_GLOBAL)) &&
-               (!len || qrdma_dma_ok(core, addr, len,
-                                     access & QRDMA_ACCESS_LOCAL_WRITE));
+               qrdma_dma_span_ok(core, addr, len,
+                                 access & QRDMA_ACCESS_LOCAL_WRITE);
     }
     if (!slot || slot > core->mr_table.max || !core->mr_table.busy[slot - 1]) {
         return false;
@@ -331,8 +347,8 @@ static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
         addr - mr->iova > mr->length - len) {
         return false;
     }
-    if (mr->dma && len &&
-        !qrdma_dma_ok(core, addr, len, access & QRDMA_ACCESS_LOCAL_WRITE)) {
+    if (mr->dma && !qrdma_dma_span_ok(core, addr, len,
+                                      access & QRDMA_ACCESS_LOCAL_WRITE)) {
         return false;
     }
     *out = mr;
@@ -1314,7 +1330,8 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
                 DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
                              1ull << shift) != npages ||
                 qrdma_pages_read(core, le64_to_cpu(wqe.reg_mr.pages_addr),
-                                 npages, mr->max_pages, shift, &pages)) {
+                                 npages, mr->max_pages, shift, false,
+                                 &pages)) {
                 status = QRDMA_WC_LOC_PROT_ERR;
             } else {
                 qrdma_mw_unbind_all(core, slot - 1, 0);

@@ -310,7 +310,8 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
 
     st = qrdma_pages_read(core, le64_to_cpu(c->sq_pages_addr),
                           le32_to_cpu(c->sq_npages),
-                          le32_to_cpu(c->sq_npages), QRDMA_PAGE_SHIFT, &sq);
+                          le32_to_cpu(c->sq_npages), QRDMA_PAGE_SHIFT, true,
+                          &sq);
     if (st) {
         return st;
     }
@@ -318,7 +319,7 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
         st = qrdma_pages_read(core, le64_to_cpu(c->rq_pages_addr),
                               le32_to_cpu(c->rq_npages),
                               le32_to_cpu(c->rq_npages), QRDMA_PAGE_SHIFT,
-                              &rq);
+                              true, &rq);
         if (st) {
             qrdma_pages_free(&sq);
             return st;

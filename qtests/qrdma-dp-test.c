@@ -2589,6 +2589,55 @@ static void test_fabric_link(void *obj, void *data, QGuestAllocator *alloc)
     qobject_unref(rsp);
 }
 
+/*
+ * An MR's pages need be readable only: behind an IOMMU a ULP registers
+ * buffers it mapped for the device to read.  Writes are checked when they
+ * happen.  Here the page is the top of the PC BIOS, ROM: READ from it
+ * works, a WRITE into it fails as an access error and a guest error.
+ */
+static void test_mr_readonly_pages(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    const uint64_t rom = 0xfffff000;
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    uint8_t want[64], got[64];
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    uint64_t errors;
+    Env e;
+    Qp a, b;
+
+    env_init(&e, obj, alloc);
+    cmd.reg_mr.pd = cpu_to_le32(e.pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
+                                    QRDMA_ACCESS_REMOTE_WRITE |
+                                    QRDMA_ACCESS_REMOTE_READ);
+    cmd.reg_mr.iova = cpu_to_le64(rom);
+    cmd.reg_mr.length = cpu_to_le64(4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e, rom));
+    cmd.reg_mr.npages = cpu_to_le32(1);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+
+    qtest_memread(e.t.qts, rom + 4096 - sizeof(want), want, sizeof(want));
+    w = wqe_sge(0xd3, QRDMA_WR_RDMA_READ, e.data, sizeof(want), e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(rom + 4096 - sizeof(want));
+    w.rdma.rkey = cmpl.data[0];
+    run_wqe(&e, &a, w, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
+    qtest_memread(e.t.qts, e.data, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
+
+    errors = qrdma_t_qom_get(&e.t, "guest-errors");
+    w = wqe_sge(0xd4, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(rom);
+    w.rdma.rkey = cmpl.data[0];
+    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_REM_ACCESS_ERR);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), >, errors);
+    qtest_memread(e.t.qts, rom + 4096 - sizeof(want), got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
+}
+
 /* DEVICE_FATAL: the command ring vanishes from under the device. */
 /*
  * Seeded random WQEs (QRDMA_FUZZ_SEED replays one run): bytes at random,
@@ -3002,6 +3051,8 @@ static void qrdma_dp_register_tests(void)
                                 "-device qrdma,addr=05.0,id=qrdma1,fabric=f1 "
                                 "-device qrdma,addr=06.0,id=qrdma2,fabric=f1",
     });
+    qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
+                 NULL);
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
     qos_add_test("fuzz/wqes", "qrdma", test_fuzz_wqes, NULL);
     qos_add_test("bench/write-throughput", "qrdma", test_bench_write, NULL);
