@@ -60,13 +60,6 @@ static bool tap(bool ok, const char *what)
 	return ok;
 }
 
-/* A check the device is known to fail for now, with the reason. */
-static void tap_todo(bool ok, const char *what, const char *why)
-{
-	pr_info("%sok %d - %s # TODO %s\n", ok ? "" : "not ", ++tap_n, what,
-		why);
-}
-
 static void tap_skip(const char *what, const char *why)
 {
 	pr_info("ok %d - %s # SKIP %s\n", ++tap_n, what, why);
@@ -270,7 +263,7 @@ static bool dt_behind_iommu(struct dt_ctx *dt)
 
 /* The checks of a refused write; the destination if it is the buffer. */
 static void dt_check(struct dt_ctx *dt, int status, s64 errors0,
-		     const char *what, bool dst_is_buf, bool counted_by_device)
+		     const char *what, bool dst_is_buf)
 {
 	char line[160];
 	s64 errors = dt_guest_errors(dt);
@@ -284,11 +277,7 @@ static void dt_check(struct dt_ctx *dt, int status, s64 errors0,
 		tap(dt_untouched(dt), line);
 	}
 	snprintf(line, sizeof(line), "%s: guest_errors goes up", what);
-	if (counted_by_device)
-		tap(errors0 >= 0 && errors > errors0, line);
-	else
-		tap_todo(errors0 >= 0 && errors > errors0, line,
-			 "device: a work request refused for its address counts no guest error");
+	tap(errors0 >= 0 && errors > errors0, line);
 }
 
 static void dt_write_never_mapped(struct dt_ctx *dt)
@@ -299,13 +288,12 @@ static void dt_write_never_mapped(struct dt_ctx *dt)
 	status = dt_write(dt, DT_NEVER_MAPPED, dt->dma + PAGE_SIZE);
 	dt_check(dt, status, errors0,
 		 "RDMA WRITE from an address never mapped (local DMA lkey)",
-		 true, false);
+		 true);
 
 	errors0 = dt_guest_errors(dt);
 	status = dt_write(dt, dt->dma, DT_NEVER_MAPPED);
 	dt_check(dt, status, errors0,
-		 "RDMA WRITE to an address never mapped (DMA MR rkey)", false,
-		 false);
+		 "RDMA WRITE to an address never mapped (DMA MR rkey)", false);
 }
 
 /* IB_WR_REG_MR of a page never mapped, then the MR's deregistration. */
@@ -385,7 +373,7 @@ static void dt_write_unmapped(struct dt_ctx *dt)
 	dma_unmap_single(dma_dev, gone, PAGE_SIZE, DMA_TO_DEVICE);
 	errors0 = dt_guest_errors(dt);
 	status = dt_write_on(dt, qp, gone, dt->dma + PAGE_SIZE);
-	dt_check(dt, status, errors0, what, true, false);
+	dt_check(dt, status, errors0, what, true);
 destroy_qp:
 	ib_destroy_qp(qp);
 free_page:

@@ -19,13 +19,6 @@ TESTS=(
     hw_counters nvme_rdma qrdma_unload reload dmesg_clean
 )
 
-# Behind an IOMMU, nvme-rdma's fast registration of a host-to-target
-# buffer (mapped DMA_TO_DEVICE, so read-only) is refused by the device,
-# which wants every MR page writable.
-if qrdma_iommu_wanted; then
-    qrdma_todo nvme_rdma "device: a REG_MR work request refuses pages the IOMMU maps read-only"
-fi
-
 # Tests run in an `if` (run_test), where bash ignores errexit, so each
 # checks its steps explicitly.
 describe() {
