@@ -1179,51 +1179,72 @@ typedef enum QrdmaExec {
  * Work out the next send WQE of qp, if its message is at most *bytes
  * long; *bytes is reduced by what it moved.
  */
-static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
-                                 uint64_t *bytes)
+/*
+ * Copy the next send WQE of qp out of guest memory, once; only the copy
+ * is looked at.  The header first, then only the SGEs or inline bytes it
+ * says it has (bounded by the WQE size, so a bad count reads no further).
+ * A WQE that cannot be read is fatal to the QP.
+ */
+static bool qrdma_wqe_fetch(QrdmaCore *core, QrdmaQp *qp,
+                            struct qrdma_sq_wqe *wqe)
 {
     uint64_t addr = qrdma_ring_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
                                    QRDMA_SQ_WQE_SIZE);
-    struct qrdma_sq_wqe wqe;
-    uint8_t status = QRDMA_WC_SUCCESS;
-    uint32_t access, len = 0;
-    const struct qrdma_av *av;
-    const uint8_t *dgid;
-    QrdmaQp *dst = NULL;
-    QrdmaCore *dc = NULL;
-    QrdmaRxResult rx = QRDMA_RX_OK;
-    QrdmaIter it;
-    bool signaled;
-    unsigned num;
 
-    /*
-     * One copy out of guest memory; only the copy is looked at.  The
-     * header first, then only the SGEs or inline bytes it says it has
-     * (bounded by the WQE size, so a bad count reads no further).
-     */
-    if (!qrdma_dma_read(core, addr, &wqe, QRDMA_WQE_FIRST_READ) ||
-        (qrdma_wqe_rest(&wqe) &&
+    if (!qrdma_dma_read(core, addr, wqe, QRDMA_WQE_FIRST_READ) ||
+        (qrdma_wqe_rest(wqe) &&
          !qrdma_dma_read(core, addr + QRDMA_WQE_FIRST_READ,
-                         (uint8_t *)&wqe + QRDMA_WQE_FIRST_READ,
-                         qrdma_wqe_rest(&wqe)))) {
+                         (uint8_t *)wqe + QRDMA_WQE_FIRST_READ,
+                         qrdma_wqe_rest(wqe)))) {
         qrdma_guest_error(core, "qp 0x%" PRIx32 ": send WQE at 0x%" PRIx64
                           " unreadable", qp->qpn, addr);
         qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
         qrdma_qp_to_err(core, qp, false);
-        return QRDMA_EXEC_STOP;
+        return false;
     }
-    core->counters.wqes++;
-    trace_qrdma_wqe(qp->qpn, qp->sq_ci, wqe.opcode, wqe.flags);
-    /*
-     * The WQE is taken before it runs: a QP that is its own responder may
-     * be flushed by its receive side meanwhile, and that flush must not
-     * take this WQE too.
-     */
-    qp->sq_ci++;
-    signaled = qp->sq_sig_all || (wqe.flags & QRDMA_WQE_F_SIGNALED);
-    num = wqe.num_sge;
+    return true;
+}
 
-    switch (wqe.opcode) {
+/*
+ * The requester's local side of a message: the source, or for READ and
+ * atomics the sink, from the SGEs or the inline data.
+ */
+static uint8_t qrdma_gather(QrdmaCore *core, const QrdmaQp *qp,
+                            const struct qrdma_sq_wqe *wqe, QrdmaIter *it)
+{
+    uint32_t access = (wqe->opcode == QRDMA_WR_RDMA_READ ||
+                       wqe->opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
+                       wqe->opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
+                      QRDMA_ACCESS_LOCAL_WRITE : 0;
+
+    memset(it, 0, sizeof(*it));
+    if (wqe->opcode == QRDMA_WR_ATOMIC_WRITE ||
+        wqe->opcode == QRDMA_WR_FLUSH) {
+        /* No local buffer: the SGEs play no part. */
+        return QRDMA_WC_SUCCESS;
+    }
+    if (wqe->flags & QRDMA_WQE_F_INLINE && !access) {
+        it->host = wqe->inline_data;
+        it->host_len = le32_to_cpu(wqe->inline_len);
+        return QRDMA_WC_SUCCESS;
+    }
+    if (!qrdma_sges(core, qp, wqe->sge, wqe->num_sge, access, it)) {
+        return QRDMA_WC_LOC_PROT_ERR;
+    }
+    if (qrdma_iter_total(it) > QRDMA_MAX_MSG) {
+        return QRDMA_WC_LOC_LEN_ERR;
+    }
+    return QRDMA_WC_SUCCESS;
+}
+
+/* Whether qp may post the WQE: its opcode, inline data and SGE count. */
+static uint8_t qrdma_wqe_check(const QrdmaQp *qp,
+                               const struct qrdma_sq_wqe *wqe)
+{
+    unsigned num = wqe->num_sge;
+    uint8_t status = QRDMA_WC_SUCCESS;
+
+    switch (wqe->opcode) {
     case QRDMA_WR_SEND:
     case QRDMA_WR_SEND_WITH_IMM:
         break;
@@ -1231,7 +1252,7 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
     case QRDMA_WR_RDMA_WRITE_WITH_IMM:
     case QRDMA_WR_SEND_WITH_INV:
         if (qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI ||
-            (wqe.opcode == QRDMA_WR_SEND_WITH_INV &&
+            (wqe->opcode == QRDMA_WR_SEND_WITH_INV &&
              qp->type != QRDMA_QPT_RC)) {
             status = QRDMA_WC_LOC_QP_OP_ERR;
         }
@@ -1245,10 +1266,10 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
         }
         break;
     case QRDMA_WR_FLUSH:
-        if (qp->type != QRDMA_QPT_RC || !wqe.flush.type ||
-            (wqe.flush.type & ~(QRDMA_FLUSH_GLOBAL |
+        if (qp->type != QRDMA_QPT_RC || !wqe->flush.type ||
+            (wqe->flush.type & ~(QRDMA_FLUSH_GLOBAL |
                                 QRDMA_FLUSH_PERSISTENT)) ||
-            wqe.flush.level > QRDMA_FLUSH_MR) {
+            wqe->flush.level > QRDMA_FLUSH_MR) {
             status = QRDMA_WC_LOC_QP_OP_ERR;
         }
         break;
@@ -1264,40 +1285,39 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
     default:
         status = QRDMA_WC_LOC_QP_OP_ERR;
     }
-    if (!status && (wqe.flags & QRDMA_WQE_F_INLINE) &&
-        wqe.opcode != QRDMA_WR_SEND && wqe.opcode != QRDMA_WR_SEND_WITH_IMM &&
-        wqe.opcode != QRDMA_WR_SEND_WITH_INV &&
-        wqe.opcode != QRDMA_WR_RDMA_WRITE &&
-        wqe.opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM) {
+    if (!status && (wqe->flags & QRDMA_WQE_F_INLINE) &&
+        wqe->opcode != QRDMA_WR_SEND && wqe->opcode != QRDMA_WR_SEND_WITH_IMM &&
+        wqe->opcode != QRDMA_WR_SEND_WITH_INV &&
+        wqe->opcode != QRDMA_WR_RDMA_WRITE &&
+        wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM) {
         /* Inline data is a source: READ and atomics have none. */
         status = QRDMA_WC_LOC_QP_OP_ERR;
-    } else if (!status && (wqe.flags & QRDMA_WQE_F_INLINE) &&
-        le32_to_cpu(wqe.inline_len) > QRDMA_MAX_INLINE) {
+    } else if (!status && (wqe->flags & QRDMA_WQE_F_INLINE) &&
+        le32_to_cpu(wqe->inline_len) > QRDMA_MAX_INLINE) {
         status = QRDMA_WC_LOC_LEN_ERR;
-    } else if (!status && !(wqe.flags & QRDMA_WQE_F_INLINE) &&
+    } else if (!status && !(wqe->flags & QRDMA_WQE_F_INLINE) &&
                num > QRDMA_MAX_SEND_SGE) {
         status = QRDMA_WC_LOC_QP_OP_ERR;
     }
-    if (status) {
-        qrdma_guest_error(core, "qp 0x%" PRIx32 ": bad send WQE (opcode %u,"
-                          " %u SGEs)", qp->qpn, wqe.opcode, num);
-        goto complete;
-    }
+    return status;
+}
 
-    /* Local operations */
-    if (wqe.opcode == QRDMA_WR_BIND_MW) {
-        status = qrdma_bind_mw(core, qp, &wqe);
-        goto complete;
+/* BIND_MW, LOCAL_INV and REG_MR: work of the QP's own device only. */
+static uint8_t qrdma_local_op(QrdmaCore *core, QrdmaQp *qp,
+                              const struct qrdma_sq_wqe *wqe)
+{
+    uint8_t status = QRDMA_WC_SUCCESS;
+
+    if (wqe->opcode == QRDMA_WR_BIND_MW) {
+        return qrdma_bind_mw(core, qp, wqe);
     }
-    if (wqe.opcode == QRDMA_WR_LOCAL_INV &&
-        (le32_to_cpu(wqe.imm_data) & QRDMA_KEY_MW)) {
-        status = qrdma_mw_local_inv(core, qp, &wqe,
-                                    le32_to_cpu(wqe.imm_data));
-        goto complete;
+    if (wqe->opcode == QRDMA_WR_LOCAL_INV &&
+        (le32_to_cpu(wqe->imm_data) & QRDMA_KEY_MW)) {
+        return qrdma_mw_local_inv(core, qp, wqe, le32_to_cpu(wqe->imm_data));
     }
-    if (wqe.opcode == QRDMA_WR_LOCAL_INV || wqe.opcode == QRDMA_WR_REG_MR) {
-        uint32_t key = le32_to_cpu(wqe.opcode == QRDMA_WR_LOCAL_INV ?
-                                   wqe.imm_data : wqe.reg_mr.key);
+    if (wqe->opcode == QRDMA_WR_LOCAL_INV || wqe->opcode == QRDMA_WR_REG_MR) {
+        uint32_t key = le32_to_cpu(wqe->opcode == QRDMA_WR_LOCAL_INV ?
+                                   wqe->imm_data : wqe->reg_mr.key);
         uint32_t slot = key >> 8;
         QrdmaMr *mr = NULL;
 
@@ -1307,10 +1327,10 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
             core->mr[slot - 1].pd == qp->pd && core->mr[slot - 1].fast_reg) {
             mr = &core->mr[slot - 1];
         }
-        if (!mr || (wqe.opcode == QRDMA_WR_REG_MR &&
+        if (!mr || (wqe->opcode == QRDMA_WR_REG_MR &&
                     qp->uctx != QRDMA_UCTX_KERNEL)) {
             status = QRDMA_WC_LOC_PROT_ERR;
-        } else if (wqe.opcode == QRDMA_WR_LOCAL_INV) {
+        } else if (wqe->opcode == QRDMA_WR_LOCAL_INV) {
             if (mr->lkey != key) {
                 status = QRDMA_WC_LOC_PROT_ERR;
             } else {
@@ -1318,10 +1338,10 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
                 mr->valid = false;
             }
         } else {
-            uint32_t npages = le32_to_cpu(wqe.reg_mr.npages);
-            uint64_t iova = le64_to_cpu(wqe.reg_mr.iova);
-            uint64_t length = le64_to_cpu(wqe.reg_mr.length);
-            unsigned shift = wqe.reg_mr.page_shift;
+            uint32_t npages = le32_to_cpu(wqe->reg_mr.npages);
+            uint64_t iova = le64_to_cpu(wqe->reg_mr.iova);
+            uint64_t length = le64_to_cpu(wqe->reg_mr.length);
+            unsigned shift = wqe->reg_mr.page_shift;
             QrdmaPages pages = { };
 
             core->cmdq.cur_name = "REG_MR work request";
@@ -1329,7 +1349,7 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
                 shift > 30 || !length || iova + length < iova ||
                 DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
                              1ull << shift) != npages ||
-                qrdma_pages_read(core, le64_to_cpu(wqe.reg_mr.pages_addr),
+                qrdma_pages_read(core, le64_to_cpu(wqe->reg_mr.pages_addr),
                                  npages, mr->max_pages, shift, false,
                                  &pages)) {
                 status = QRDMA_WC_LOC_PROT_ERR;
@@ -1340,212 +1360,174 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
                 mr->iova = iova;
                 mr->length = length;
                 mr->page_shift = shift;
-                mr->access = le32_to_cpu(wqe.reg_mr.access) &
+                mr->access = le32_to_cpu(wqe->reg_mr.access) &
                              QRDMA_ACCESS_VALID_MASK;
                 mr->lkey = mr->rkey = key;
                 mr->valid = true;
             }
         }
-        goto complete;
+        return status;
     }
+    return status;
+}
 
-    /* Gather the local side: the source, or for READ/atomics the sink. */
-    access = (wqe.opcode == QRDMA_WR_RDMA_READ ||
-              wqe.opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
-              wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
-             QRDMA_ACCESS_LOCAL_WRITE : 0;
-    if (wqe.opcode == QRDMA_WR_ATOMIC_WRITE || wqe.opcode == QRDMA_WR_FLUSH) {
-        /* No local buffer: the SGEs play no part. */
-        memset(&it, 0, sizeof(it));
-    } else if (wqe.flags & QRDMA_WQE_F_INLINE && !access) {
-        memset(&it, 0, sizeof(it));
-        it.host = wqe.inline_data;
-        it.host_len = le32_to_cpu(wqe.inline_len);
-    } else if (!qrdma_sges(core, qp, wqe.sge, num, access, &it)) {
-        status = QRDMA_WC_LOC_PROT_ERR;
-        goto complete;
+/*
+ * UD and GSI: the message goes to the QP the AH's GID and the WQE's QPN
+ * name, or to every QP of a multicast group; a message nobody takes is
+ * lost, as on a wire.  The requester's status.
+ */
+static uint8_t qrdma_send_ud(QrdmaCore *core, QrdmaQp *qp,
+                             const struct qrdma_sq_wqe *wqe, QrdmaIter *it,
+                             uint32_t len)
+{
+    const struct qrdma_av *av;
+    const uint8_t *dgid;
+    QrdmaCore *dc = NULL;
+    QrdmaQp *dst;
+
+    int ah = qrdma_table_lookup(&core->ah_table,
+                                le32_to_cpu(wqe->ud.ah));
+    uint32_t qkey = le32_to_cpu(wqe->ud.remote_qkey);
+
+    if (ah < 0 || core->ah[ah].uctx != qp->uctx ||
+        core->ah[ah].pd != qp->pd) {
+        return QRDMA_WC_LOC_QP_OP_ERR;
     }
-    if (qrdma_iter_total(&it) > QRDMA_MAX_MSG) {
-        status = QRDMA_WC_LOC_LEN_ERR;
-        goto complete;
+    if (len > 4096) {
+        return QRDMA_WC_LOC_LEN_ERR;
     }
-    len = qrdma_iter_total(&it);
-    if (len > *bytes) {
-        /* Not taken after all: the bottom half runs it, whole. */
-        qp->sq_ci--;
-        core->counters.wqes--;
-        core->counters.sq_deferred++;
-        trace_qrdma_sq_deferred(qp->qpn, len);
-        return QRDMA_EXEC_DEFER;
+    av = &core->ah[ah].av;
+    dgid = av->dgid;
+    /* IB: a Q_Key with the high bit set means the QP's own. */
+    if (qkey & 0x80000000u) {
+        qkey = le32_to_cpu(qp->attr.qkey);
     }
-    *bytes -= len;
+    if (qrdma_gid_is_mcast(dgid)) {
+        QrdmaCore *c;
+        uint32_t g, k;
 
-    /* Find the destination. */
-    if (qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI) {
-        int ah = qrdma_table_lookup(&core->ah_table,
-                                    le32_to_cpu(wqe.ud.ah));
-        uint32_t qkey = le32_to_cpu(wqe.ud.remote_qkey);
+        QRDMA_FABRIC_FOREACH_MEMBER(c, core->fabric) {
+            for (g = 0; g < c->mcast_table.max; g++) {
+                QrdmaMcast *m = &c->mcast[g];
 
-        if (ah < 0 || core->ah[ah].uctx != qp->uctx ||
-            core->ah[ah].pd != qp->pd) {
-            status = QRDMA_WC_LOC_QP_OP_ERR;
-            goto complete;
-        }
-        if (len > 4096) {
-            status = QRDMA_WC_LOC_LEN_ERR;
-            goto complete;
-        }
-        av = &core->ah[ah].av;
-        dgid = av->dgid;
-        /* IB: a Q_Key with the high bit set means the QP's own. */
-        if (qkey & 0x80000000u) {
-            qkey = le32_to_cpu(qp->attr.qkey);
-        }
-        if (qrdma_gid_is_mcast(dgid)) {
-            QrdmaCore *c;
-            uint32_t g, k;
+                if (!c->mcast_table.busy[g] || memcmp(m->gid, dgid, 16)) {
+                    continue;
+                }
+                for (k = 0; k < m->nqp; k++) {
+                    int q = qrdma_table_lookup(&c->qp_table, m->qpn[k]);
+                    QrdmaIter copy = *it;
 
-            QRDMA_FABRIC_FOREACH_MEMBER(c, core->fabric) {
-                for (g = 0; g < c->mcast_table.max; g++) {
-                    QrdmaMcast *m = &c->mcast[g];
-
-                    if (!c->mcast_table.busy[g] || memcmp(m->gid, dgid, 16)) {
-                        continue;
-                    }
-                    for (k = 0; k < m->nqp; k++) {
-                        int q = qrdma_table_lookup(&c->qp_table, m->qpn[k]);
-                        QrdmaIter copy = it;
-
-                        if (q >= 0 && c->qp[q].state >= QRDMA_QPS_RTR &&
-                            c->qp[q].state <= QRDMA_QPS_SQE &&
-                            le32_to_cpu(c->qp[q].attr.qkey) == qkey) {
-                            qrdma_deliver_recv(core, qp, &wqe, &copy, len, c,
-                                               &c->qp[q], av);
-                        }
+                    if (q >= 0 && c->qp[q].state >= QRDMA_QPS_RTR &&
+                        c->qp[q].state <= QRDMA_QPS_SQE &&
+                        le32_to_cpu(c->qp[q].attr.qkey) == qkey) {
+                        qrdma_deliver_recv(core, qp, wqe, &copy, len, c,
+                                           &c->qp[q], av);
                     }
                 }
             }
-            goto complete;
         }
-        dst = qrdma_fabric_find_qp(core->fabric, dgid,
-                                   le32_to_cpu(wqe.ud.remote_qpn), &dc);
-        if (!dst || (dst->type != QRDMA_QPT_UD &&
-                     dst->type != QRDMA_QPT_GSI) ||
-            dst->state < QRDMA_QPS_RTR || dst->state > QRDMA_QPS_SQE ||
-            le32_to_cpu(dst->attr.qkey) != qkey) {
-            /* UD: silently dropped, as on a wire. */
-            goto complete;
-        }
-        qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, av);
-        goto complete;
+        return QRDMA_WC_SUCCESS;
     }
-
-    av = &qp->attr.av;
-    dgid = av->dgid;
     dst = qrdma_fabric_find_qp(core->fabric, dgid,
-                               le32_to_cpu(qp->attr.dest_qp_num), &dc);
-    if (!dst || dst->type != qp->type || dst->state < QRDMA_QPS_RTR ||
-        dst->state > QRDMA_QPS_SQE) {
-        if (qp->type == QRDMA_QPT_RC) {
-            /* No responder answers: try again after the ACK timeout. */
-            if (qrdma_retry_later(qp)) {
-                qp->sq_ci--;
-                core->counters.wqes--;
-                return QRDMA_EXEC_STOP;
-            }
-            status = QRDMA_WC_RETRY_EXC_ERR;
-        }
-        goto complete;
+                               le32_to_cpu(wqe->ud.remote_qpn), &dc);
+    if (!dst || (dst->type != QRDMA_QPT_UD &&
+                 dst->type != QRDMA_QPT_GSI) ||
+        dst->state < QRDMA_QPS_RTR || dst->state > QRDMA_QPS_SQE ||
+        le32_to_cpu(dst->attr.qkey) != qkey) {
+        /* UD: silently dropped, as on a wire. */
+        return QRDMA_WC_SUCCESS;
     }
-    if (!dst->comm_est) {
-        dst->comm_est = true;
-        if (dst->state == QRDMA_QPS_RTR) {
-            qrdma_event(dc, QRDMA_EV_COMM_EST, dst->qpn);
-        }
-    }
+    qrdma_deliver_recv(core, qp, wqe, it, len, dc, dst, av);
+    return QRDMA_WC_SUCCESS;
+}
 
-    switch (wqe.opcode) {
+/*
+ * The responder's part of an RC or UC message to dst of dc, done at once:
+ * what it tells the requester.  it is the requester's side (for an atomic,
+ * the first SGE cut to 8 bytes).
+ */
+static QrdmaRxResult qrdma_respond(QrdmaCore *core, QrdmaQp *qp,
+                                   const struct qrdma_sq_wqe *wqe,
+                                   QrdmaIter *it, uint32_t len,
+                                   QrdmaCore *dc, QrdmaQp *dst,
+                                   const struct qrdma_av *av)
+{
+    QrdmaRxResult rx = QRDMA_RX_OK;
+
+    switch (wqe->opcode) {
     case QRDMA_WR_SEND:
     case QRDMA_WR_SEND_WITH_IMM:
     case QRDMA_WR_SEND_WITH_INV:
-        rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, av);
+        rx = qrdma_deliver_recv(core, qp, wqe, it, len, dc, dst, av);
         break;
     case QRDMA_WR_RDMA_WRITE:
     case QRDMA_WR_RDMA_WRITE_WITH_IMM: {
         QrdmaIter rit;
 
-        if (!qrdma_remote_span(dc, dst, &wqe, len,
+        if (!qrdma_remote_span(dc, dst, wqe, len,
                                QRDMA_ACCESS_REMOTE_WRITE, &rit) && len) {
             rx = QRDMA_RX_ACCESS;
             break;
         }
-        if (wqe.opcode == QRDMA_WR_RDMA_WRITE_WITH_IMM) {
+        if (wqe->opcode == QRDMA_WR_RDMA_WRITE_WITH_IMM) {
             /* The receive WQE must be there before any data lands. */
             if (dst->srq ? false : dst->rq_ci == dst->rq_pi) {
                 rx = dst->type == QRDMA_QPT_RC ? QRDMA_RX_RNR : QRDMA_RX_DROP;
                 break;
             }
         }
-        if (len && !qrdma_copy(core, &it, dc, &rit, len)) {
+        if (len && !qrdma_copy(core, it, dc, &rit, len)) {
             rx = QRDMA_RX_ACCESS;
             break;
         }
-        if (wqe.opcode == QRDMA_WR_RDMA_WRITE_WITH_IMM) {
-            rx = qrdma_deliver_recv(core, qp, &wqe, &it, len, dc, dst, av);
+        if (wqe->opcode == QRDMA_WR_RDMA_WRITE_WITH_IMM) {
+            rx = qrdma_deliver_recv(core, qp, wqe, it, len, dc, dst, av);
         }
         break;
     }
     case QRDMA_WR_RDMA_READ: {
         QrdmaIter rit;
 
-        if (!qrdma_remote_span(dc, dst, &wqe, len, QRDMA_ACCESS_REMOTE_READ,
+        if (!qrdma_remote_span(dc, dst, wqe, len, QRDMA_ACCESS_REMOTE_READ,
                                &rit) && len) {
             rx = QRDMA_RX_ACCESS;
-        } else if (len && !qrdma_copy(dc, &rit, core, &it, len)) {
+        } else if (len && !qrdma_copy(dc, &rit, core, it, len)) {
             rx = QRDMA_RX_ACCESS;
         }
         break;
     }
     case QRDMA_WR_ATOMIC_CMP_AND_SWP:
     case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
-        /* The original value goes to the first SGE, whole. */
-        if (!it.n || it.span[0].len < 8) {
-            status = QRDMA_WC_LOC_LEN_ERR;
-            goto complete;
-        }
-        it.n = 1;
-        it.span[0].len = 8;
-        rx = qrdma_atomic(core, qp, &wqe, &it, dc, dst);
-        len = 8;
+        rx = qrdma_atomic(core, qp, wqe, it, dc, dst);
         break;
     case QRDMA_WR_ATOMIC_WRITE:
-        rx = qrdma_atomic_write(dc, dst, &wqe);
+        rx = qrdma_atomic_write(dc, dst, wqe);
         break;
     case QRDMA_WR_FLUSH:
-        rx = qrdma_flush(dc, dst, &wqe);
+        rx = qrdma_flush(dc, dst, wqe);
         break;
     }
+    return rx;
+}
+
+/*
+ * What the responder's answer means for the requester's WQE: its status,
+ * and for the errors the IB specification makes fatal to the responder's
+ * QP, that QP's move to ERR.
+ */
+static uint8_t qrdma_rx_outcome(const QrdmaQp *qp, QrdmaCore *dc,
+                                QrdmaQp *dst, QrdmaRxResult rx)
+{
+    uint8_t status = QRDMA_WC_SUCCESS;
 
     switch (rx) {
     case QRDMA_RX_OK:
     case QRDMA_RX_DROP:
         break;
     case QRDMA_RX_RNR:
-        /* S-rules aside, IB: retry after the responder's RNR timer. */
-        if (qp->rnr_left == 0) {
-            status = QRDMA_WC_RNR_RETRY_EXC_ERR;
-            break;
-        }
-        if (qp->rnr_left != 7) {
-            qp->rnr_left--;
-        }
-        /* Not done: the WQE runs again when the timer fires. */
-        qp->sq_ci--;
-        trace_qrdma_rnr(qp->qpn, qp->rnr_left);
-        timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                  (int64_t)qrdma_rnr_10us[dst->attr.min_rnr_timer & 31] *
-                  10 * SCALE_US);
-        return QRDMA_EXEC_STOP;
+        /* The caller retries while RNR retries are left. */
+        status = QRDMA_WC_RNR_RETRY_EXC_ERR;
+        break;
     case QRDMA_RX_LEN:
     case QRDMA_RX_INV_REQ:
         status = QRDMA_WC_REM_INV_REQ_ERR;
@@ -1572,6 +1554,138 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
         rx != QRDMA_RX_OK) {
         status = QRDMA_WC_SUCCESS;
     }
+    return status;
+}
+
+/*
+ * An RNR NAK: while retries are left, the WQE waits for the responder's
+ * RNR timer and runs again (rnr_retry 7 means for ever).  Returns false
+ * when they are spent.
+ */
+static bool qrdma_rnr_later(QrdmaQp *qp, const QrdmaQp *dst)
+{
+    if (qp->rnr_left == 0) {
+        return false;
+    }
+    if (qp->rnr_left != 7) {
+        qp->rnr_left--;
+    }
+    trace_qrdma_rnr(qp->qpn, qp->rnr_left);
+    timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+              (int64_t)qrdma_rnr_10us[dst->attr.min_rnr_timer & 31] *
+              10 * SCALE_US);
+    return true;
+}
+
+static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
+                                 uint64_t *bytes)
+{
+    struct qrdma_sq_wqe wqe;
+    uint8_t status = QRDMA_WC_SUCCESS;
+    uint32_t len = 0;
+    const struct qrdma_av *av;
+    const uint8_t *dgid;
+    QrdmaQp *dst = NULL;
+    QrdmaCore *dc = NULL;
+    QrdmaRxResult rx = QRDMA_RX_OK;
+    QrdmaIter it;
+    bool signaled;
+    unsigned num;
+
+    if (!qrdma_wqe_fetch(core, qp, &wqe)) {
+        return QRDMA_EXEC_STOP;
+    }
+    core->counters.wqes++;
+    trace_qrdma_wqe(qp->qpn, qp->sq_ci, wqe.opcode, wqe.flags);
+    /*
+     * The WQE is taken before it runs: a QP that is its own responder may
+     * be flushed by its receive side meanwhile, and that flush must not
+     * take this WQE too.
+     */
+    qp->sq_ci++;
+    signaled = qp->sq_sig_all || (wqe.flags & QRDMA_WQE_F_SIGNALED);
+    num = wqe.num_sge;
+
+    status = qrdma_wqe_check(qp, &wqe);
+    if (status) {
+        qrdma_guest_error(core, "qp 0x%" PRIx32 ": bad send WQE (opcode %u,"
+                          " %u SGEs)", qp->qpn, wqe.opcode, num);
+        goto complete;
+    }
+
+    if (wqe.opcode == QRDMA_WR_BIND_MW || wqe.opcode == QRDMA_WR_LOCAL_INV ||
+        wqe.opcode == QRDMA_WR_REG_MR) {
+        status = qrdma_local_op(core, qp, &wqe);
+        goto complete;
+    }
+
+    status = qrdma_gather(core, qp, &wqe, &it);
+    if (status) {
+        goto complete;
+    }
+    len = qrdma_iter_total(&it);
+    if (len > *bytes) {
+        /* Not taken after all: the bottom half runs it, whole. */
+        qp->sq_ci--;
+        core->counters.wqes--;
+        core->counters.sq_deferred++;
+        trace_qrdma_sq_deferred(qp->qpn, len);
+        return QRDMA_EXEC_DEFER;
+    }
+    *bytes -= len;
+
+    if (qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI) {
+        status = qrdma_send_ud(core, qp, &wqe, &it, len);
+        goto complete;
+    }
+
+    /* RC and UC: the connected responder. */
+    av = &qp->attr.av;
+    dgid = av->dgid;
+    dst = qrdma_fabric_find_qp(core->fabric, dgid,
+                               le32_to_cpu(qp->attr.dest_qp_num), &dc);
+    if (!dst || dst->type != qp->type || dst->state < QRDMA_QPS_RTR ||
+        dst->state > QRDMA_QPS_SQE) {
+        if (qp->type == QRDMA_QPT_RC) {
+            /* No responder answers: try again after the ACK timeout. */
+            if (qrdma_retry_later(qp)) {
+                qp->sq_ci--;
+                core->counters.wqes--;
+                return QRDMA_EXEC_STOP;
+            }
+            status = QRDMA_WC_RETRY_EXC_ERR;
+        }
+        goto complete;
+    }
+    if (!dst->comm_est) {
+        dst->comm_est = true;
+        if (dst->state == QRDMA_QPS_RTR) {
+            qrdma_event(dc, QRDMA_EV_COMM_EST, dst->qpn);
+        }
+    }
+
+    if (wqe.opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
+        wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) {
+        /* The original value goes to the first SGE, whole. */
+        if (!it.n || it.span[0].len < 8) {
+            status = QRDMA_WC_LOC_LEN_ERR;
+            goto complete;
+        }
+        it.n = 1;
+        it.span[0].len = 8;
+    }
+    rx = qrdma_respond(core, qp, &wqe, &it, len, dc, dst, av);
+    if (wqe.opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
+        wqe.opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) {
+        len = 8;
+    }
+
+    if (rx == QRDMA_RX_RNR && qrdma_rnr_later(qp, dst)) {
+        /* Not done: the WQE runs again when the timer fires. */
+        qp->sq_ci--;
+        return QRDMA_EXEC_STOP;
+    }
+    status = qrdma_rx_outcome(qp, dc, dst, rx);
 
 complete:
     qp->rnr_left = qp->attr.rnr_retry;
