@@ -15,6 +15,8 @@
 #include "qemu/queue.h"
 #include "qemu/timer.h"
 #include "hw/rdma/qrdma-hw.h"
+#include "qrdma_table.h"
+#include "qrdma_dma.h"
 #include "qrdma_fabric.h"
 
 #define TYPE_QRDMA "qrdma"
@@ -25,34 +27,10 @@ OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
 #define QRDMA_MSIX_VECTORS_MAX          64
 #define QRDMA_MSIX_VECTORS_DEFAULT      4
 
-/* Handles carry a slot index (low 16 bits) and a generation (bits 16-23). */
-#define QRDMA_HANDLE_INDEX_BITS         16
-#define QRDMA_TABLE_MAX                 0xfff0
 #define QRDMA_GSI_QPN                   1
 #define QRDMA_GID_TABLE_LEN             16
 #define QRDMA_MAX_RD_ATOMIC             16
 #define QRDMA_MAX_MCAST_QP_LIMIT        64
-
-/*
- * Bookkeeping of one kind of resource: which slots are in use, and the
- * generation of each slot, bumped on free so that a stale handle to a
- * reused slot is refused.
- */
-typedef struct QrdmaTable {
-    const char *name;
-    uint32_t max;
-    uint32_t in_use;
-    uint32_t first;                     /* slots below are reserved */
-    uint32_t next;                      /* where the next search starts */
-    uint8_t *gen;
-    bool *busy;
-} QrdmaTable;
-
-/* A list of guest pages, read from guest memory once, at create time. */
-typedef struct QrdmaPages {
-    uint64_t *addr;
-    uint32_t n;
-} QrdmaPages;
 
 typedef struct QrdmaUctx {
     uint32_t handle;

@@ -21,72 +21,6 @@
 #include "qrdma_cmd.h"
 #include "trace.h"
 
-/* Tables */
-
-static void qrdma_table_init(QrdmaTable *t, const char *name, uint32_t max,
-                             uint32_t first)
-{
-    t->name = name;
-    t->max = max;
-    t->first = first;
-    t->in_use = 0;
-    t->next = first;
-    t->gen = g_new0(uint8_t, max);
-    t->busy = g_new0(bool, max);
-}
-
-static void qrdma_table_destroy(QrdmaTable *t)
-{
-    g_free(t->gen);
-    g_free(t->busy);
-    t->gen = NULL;
-    t->busy = NULL;
-}
-
-/* The slot a handle names while that slot is live, or -1. */
-int qrdma_table_lookup(const QrdmaTable *t, uint32_t handle)
-{
-    uint32_t slot = handle & MAKE_64BIT_MASK(0, QRDMA_HANDLE_INDEX_BITS);
-    uint32_t idx = slot - 1;
-
-    if (!slot || idx >= t->max || !t->busy[idx] ||
-        handle >> QRDMA_HANDLE_INDEX_BITS != t->gen[idx]) {
-        return -1;
-    }
-    return idx;
-}
-
-uint32_t qrdma_table_handle(const QrdmaTable *t, uint32_t idx)
-{
-    return ((uint32_t)t->gen[idx] << QRDMA_HANDLE_INDEX_BITS) | (idx + 1);
-}
-
-int qrdma_table_alloc(QrdmaTable *t)
-{
-    uint32_t i, idx;
-
-    for (i = t->first; i < t->max; i++) {
-        idx = t->next;
-        t->next = idx + 1 < t->max ? idx + 1 : t->first;
-        if (!t->busy[idx]) {
-            t->busy[idx] = true;
-            t->in_use++;
-            return idx;
-        }
-    }
-    return -1;
-}
-
-void qrdma_table_free(QrdmaTable *t, uint32_t idx)
-{
-    t->busy[idx] = false;
-    t->in_use--;
-    /* The reserved slots keep their fixed handles (QP 1 is always GSI). */
-    if (idx >= t->first) {
-        t->gen[idx]++;
-    }
-}
-
 /* A free slot of t, or -1 after failing the command: all are in use. */
 int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t)
 {
@@ -98,99 +32,6 @@ int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t)
                        t->name);
     }
     return idx;
-}
-
-/* Guest memory */
-
-/*
- * Whether [addr, addr + len) is guest RAM the device may access (writable
- * RAM when is_write).  The device reads and writes nothing else: not MMIO,
- * not its own BARs, not unassigned space.
- */
-bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len, bool is_write)
-{
-    AddressSpace *as = pci_get_address_space(core->owner);
-
-    if (!len || addr + len < addr) {
-        return false;
-    }
-
-    RCU_READ_LOCK_GUARD();
-    while (len) {
-        hwaddr xlat, plen = len;
-        MemoryRegion *mr;
-
-        mr = address_space_translate(as, addr, &xlat, &plen, is_write,
-                                     MEMTXATTRS_UNSPECIFIED);
-        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (is_write && mr->readonly) || !plen) {
-            return false;
-        }
-        addr += plen;
-        len -= plen;
-    }
-    return true;
-}
-
-bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len)
-{
-    return qrdma_dma_ok(core, addr, len, false) &&
-           pci_dma_read(core->owner, addr, buf, len) == MEMTX_OK;
-}
-
-bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
-                     uint64_t len)
-{
-    return qrdma_dma_ok(core, addr, len, true) &&
-           pci_dma_write(core->owner, addr, buf, len) == MEMTX_OK;
-}
-
-/*
- * Map up to *len bytes of guest RAM at addr for the device to copy from
- * (dir DMA_DIRECTION_TO_DEVICE) or into; *len becomes what was mapped.
- * Checked now, not only when an MR or ring was registered: the guest may
- * change its memory map in between, and behind a vIOMMU remap at will.
- * Anything else (MMIO, a peer's doorbells, unassigned space) is refused
- * before it is touched, where dma_memory_map would bounce it through
- * MMIO accesses.
- */
-void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
-                    DMADirection dir)
-{
-    AddressSpace *as = pci_get_address_space(core->owner);
-    bool is_write = dir == DMA_DIRECTION_FROM_DEVICE;
-    hwaddr xlat, plen = *len;
-    MemoryRegion *mr;
-
-    if (!plen) {
-        return NULL;
-    }
-    WITH_RCU_READ_LOCK_GUARD() {
-        mr = address_space_translate(as, addr, &xlat, &plen, is_write,
-                                     MEMTXATTRS_UNSPECIFIED);
-        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (is_write && mr->readonly) || !plen) {
-            trace_qrdma_err_dma_not_ram(addr, *len, is_write);
-            qrdma_guest_error(core, "DMA %s 0x%" PRIx64 ": not guest RAM",
-                              is_write ? "to" : "from", addr);
-            return NULL;
-        }
-    }
-    *len = MIN(*len, plen);
-    return dma_memory_map(as, addr, len, dir, MEMTXATTRS_UNSPECIFIED);
-}
-
-void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
-                     DMADirection dir, dma_addr_t done)
-{
-    dma_memory_unmap(pci_get_address_space(core->owner), p, len, dir, done);
-}
-
-void qrdma_pages_free(QrdmaPages *pages)
-{
-    g_free(pages->addr);
-    pages->addr = NULL;
-    pages->n = 0;
 }
 
 /*
@@ -247,21 +88,6 @@ uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
     out->addr = list;
     out->n = n;
     return QRDMA_STATUS_OK;
-}
-
-/* The guest address of entry idx (taken modulo 2^log2) of a ring. */
-uint64_t qrdma_ring_addr(const QrdmaPages *ring, uint32_t idx, uint32_t log2,
-                         uint32_t entry_size)
-{
-    uint64_t off = (uint64_t)(idx & ((1u << log2) - 1)) * entry_size;
-
-    return ring->addr[off >> QRDMA_PAGE_SHIFT] + (off & (QRDMA_PAGE_SIZE - 1));
-}
-
-/* The pages a ring of 2^log2 entries of the given size takes. */
-uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size)
-{
-    return DIV_ROUND_UP((uint64_t)entry_size << log2, QRDMA_PAGE_SIZE);
 }
 
 /*

@@ -9,31 +9,13 @@
 #ifndef HW_RDMA_QRDMA_CMD_H
 #define HW_RDMA_QRDMA_CMD_H
 
-#include "system/dma.h"
 #include "qrdma.h"
 
-int qrdma_table_lookup(const QrdmaTable *t, uint32_t handle);
-uint32_t qrdma_table_handle(const QrdmaTable *t, uint32_t idx);
-int qrdma_table_alloc(QrdmaTable *t);
 int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t);
-void qrdma_table_free(QrdmaTable *t, uint32_t idx);
 
-bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len,
-                  bool is_write);
-bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len);
-void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
-                    DMADirection dir);
-void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
-                     DMADirection dir, dma_addr_t done);
-bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
-                     uint64_t len);
 uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
                          uint32_t max, unsigned page_shift, bool writable,
                          QrdmaPages *out);
-void qrdma_pages_free(QrdmaPages *pages);
-uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size);
-uint64_t qrdma_ring_addr(const QrdmaPages *ring, uint32_t idx, uint32_t log2,
-                         uint32_t entry_size);
 uint8_t qrdma_check_wq(QrdmaCore *core, const char *what, uint32_t max_wr,
                        uint32_t limit_wr, uint32_t max_sge,
                        uint32_t limit_sge, uint32_t log2, uint32_t npages,

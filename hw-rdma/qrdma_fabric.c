@@ -10,7 +10,6 @@
 #include "qapi/error.h"
 #include "qemu/module.h"
 #include "qrdma.h"
-#include "qrdma_cmd.h"
 #include "qrdma_fabric.h"
 #include "trace.h"
 

@@ -1,0 +1,41 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, handle tables
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_QRDMA_TABLE_H
+#define HW_RDMA_QRDMA_TABLE_H
+
+/* Handles carry a slot index (low 16 bits) and a generation (bits 16-23). */
+#define QRDMA_HANDLE_INDEX_BITS         16
+#define QRDMA_TABLE_MAX                 0xfff0
+
+/*
+ * Bookkeeping of one kind of resource: which slots are in use, and the
+ * generation of each slot, bumped on free so that a stale handle to a
+ * reused slot is refused.
+ */
+typedef struct QrdmaTable {
+    const char *name;
+    uint32_t max;
+    uint32_t in_use;
+    uint32_t first;                     /* slots below are reserved */
+    uint32_t next;                      /* where the next search starts */
+    uint8_t *gen;
+    bool *busy;
+} QrdmaTable;
+
+void qrdma_table_init(QrdmaTable *t, const char *name, uint32_t max,
+                      uint32_t first);
+void qrdma_table_destroy(QrdmaTable *t);
+/* The slot a handle names while that slot is live, or -1. */
+int qrdma_table_lookup(const QrdmaTable *t, uint32_t handle);
+uint32_t qrdma_table_handle(const QrdmaTable *t, uint32_t idx);
+/* A free slot, or -1 when all are in use. */
+int qrdma_table_alloc(QrdmaTable *t);
+void qrdma_table_free(QrdmaTable *t, uint32_t idx);
+
+#endif /* HW_RDMA_QRDMA_TABLE_H */
