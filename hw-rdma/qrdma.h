@@ -18,6 +18,7 @@
 #include "qrdma_table.h"
 #include "qrdma_dma.h"
 #include "qrdma_fabric.h"
+#include "qrdma_eq.h"
 
 #define TYPE_QRDMA "qrdma"
 OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
@@ -303,7 +304,6 @@ void qrdma_core_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
 bool qrdma_core_post_load(QrdmaCore *core);
 void G_GNUC_PRINTF(2, 3) qrdma_guest_error(QrdmaCore *core,
                                            const char *fmt, ...);
-void qrdma_notify(QrdmaCore *core, unsigned vector);
 void qrdma_fatal(QrdmaCore *core, uint32_t why);
 
 /* qrdma_cmd.c */
@@ -320,17 +320,9 @@ void qrdma_dp_reset(QrdmaCore *core);
 void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                        unsigned size);
 void qrdma_dp_drain(QrdmaCore *core);
-bool qrdma_dp_eq_reg(QrdmaCore *core, hwaddr addr, unsigned size,
-                     unsigned *eq, hwaddr *reg, unsigned *width,
-                     bool *writable);
-uint64_t qrdma_dp_eq_read(QrdmaCore *core, unsigned eq, hwaddr reg);
-void qrdma_dp_eq_write(QrdmaCore *core, unsigned eq, hwaddr reg,
-                       uint64_t val);
-void qrdma_event(QrdmaCore *core, uint8_t type, uint32_t handle);
 void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp);
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from);
 void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
-void qrdma_port_event(QrdmaCore *core, bool up);
 
 /* qrdma_eth.c */
 void qrdma_eth_realize(QrdmaCore *core, DeviceState *dev,

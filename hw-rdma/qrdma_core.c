@@ -66,44 +66,6 @@ void qrdma_guest_error(QrdmaCore *core, const char *fmt, ...)
 }
 
 /*
- * Interrupts go out from a bottom half of their own, never from inside an
- * operation.  An MSI-X message is a memory write that the guest may aim
- * anywhere: at this device's or a peer qrdma's registers (DEV_CTRL.RESET),
- * at a root port's bridge control (a secondary bus reset).  Sent in the
- * middle of a command or of a delivery into a peer, it could reset a
- * device whose rings and QPs the operation is still using, and QEMU's
- * re-entrancy guard covers only the device whose handler is running.
- * From this bottom half it may still change any device, but then no
- * operation of any qrdma device is in progress.
- */
-void qrdma_notify(QrdmaCore *core, unsigned vector)
-{
-    if (vector < core->msix_vectors) {
-        core->irq_pending |= 1ull << vector;
-        qemu_bh_schedule(core->irq_bh);
-    }
-}
-
-static void qrdma_irq_bh(void *opaque)
-{
-    QrdmaCore *core = opaque;
-
-    /*
-     * A message may reset this device, which clears irq_pending, or make
-     * a peer deliver into it, which adds to it: re-read it after each.
-     */
-    while (core->irq_pending) {
-        unsigned vector = ctz64(core->irq_pending);
-
-        core->irq_pending &= ~(1ull << vector);
-        if (msix_enabled(core->owner)) {
-            trace_qrdma_notify(vector);
-            msix_notify(core->owner, vector);
-        }
-    }
-}
-
-/*
  * The device cannot go on (its own ring in guest memory is unreachable):
  * stop accepting work until the driver resets it.
  */
@@ -141,7 +103,7 @@ static bool qrdma_reg_find(QrdmaCore *core, hwaddr addr, unsigned size,
         }
     }
     /* The event queue banks: only those of vectors that exist. */
-    if (qrdma_dp_eq_reg(core, addr, size, &eq, &reg, &out->width,
+    if (qrdma_eq_reg(core, addr, size, &eq, &reg, &out->width,
                         &out->writable)) {
         out->offset = QRDMA_REG_EQ(eq) + reg;
         return addr + size <= out->offset + out->width &&
@@ -168,7 +130,7 @@ static uint64_t qrdma_reg_value(QrdmaCore *core, const QrdmaRegInfo *reg)
         return qrdma_eth_reg_read(core, reg->offset);
     }
     if (qrdma_reg_is_eq(reg->offset)) {
-        return qrdma_dp_eq_read(core, (reg->offset - QRDMA_REG_EQ(0)) / 0x20,
+        return qrdma_eq_read(core, (reg->offset - QRDMA_REG_EQ(0)) / 0x20,
                                 (reg->offset - QRDMA_REG_EQ(0)) % 0x20);
     }
 
@@ -357,7 +319,7 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
         return;
     }
     if (qrdma_reg_is_eq(reg->offset)) {
-        qrdma_dp_eq_write(core, (reg->offset - QRDMA_REG_EQ(0)) / 0x20,
+        qrdma_eq_write(core, (reg->offset - QRDMA_REG_EQ(0)) / 0x20,
                           (reg->offset - QRDMA_REG_EQ(0)) % 0x20, full);
         return;
     }
