@@ -110,8 +110,8 @@ int qrdma_cmd_query_device(struct qrdma_cmdq *cmdq,
 		return err;
 
 	attr->fw_ver = le64_to_cpu(resp.fw_ver);
-	/* An array of bytes in network order, as IB keeps GUIDs. */
-	memcpy(&attr->node_guid, &resp.node_guid, sizeof(attr->node_guid));
+	/* Bytes in network order, as IB keeps GUIDs. */
+	attr->node_guid = resp.node_guid;
 	attr->max_mr_size = le64_to_cpu(resp.max_mr_size);
 	attr->page_size_cap = le64_to_cpu(resp.page_size_cap);
 	attr->vendor_id = le32_to_cpu(resp.vendor_id);
