@@ -55,9 +55,6 @@ QRDMA_SAME_VALUE(IBV_ACCESS_LOCAL_WRITE, QRDMA_ACCESS_LOCAL_WRITE);
 QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_WRITE, QRDMA_ACCESS_REMOTE_WRITE);
 QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_READ, QRDMA_ACCESS_REMOTE_READ);
 QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_ATOMIC, QRDMA_ACCESS_REMOTE_ATOMIC);
-static_assert(sizeof(struct qrdma_sq_wqe) == QRDMA_SQ_WQE_SIZE, "SQ WQE");
-static_assert(sizeof(struct qrdma_rq_wqe) == QRDMA_RQ_WQE_SIZE, "RQ WQE");
-static_assert(sizeof(struct qrdma_cqe) == QRDMA_CQE_SIZE, "CQE");
 
 /* The header of a send WQE, before its SGEs or inline data. */
 #define QRDMA_SQ_WQE_HDR_SIZE	offsetof(struct qrdma_sq_wqe, sge)

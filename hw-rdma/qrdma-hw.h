@@ -916,4 +916,46 @@ struct qrdma_eth_desc {
     qrdma_le32 rsvd;
 };
 
+/*
+ * The layouts above are the ones docs/specs/qrdma.rst gives: their sizes
+ * are checked here, once, wherever the header is compiled.  C11's
+ * _Static_assert works alike in QEMU, Linux and rdma-core.
+ */
+#define QRDMA_CHECK_SIZE(name, size) \
+    _Static_assert(sizeof(struct name) == (size), \
+                   "struct " #name " is not " #size " bytes")
+
+QRDMA_CHECK_SIZE(qrdma_cmd_hdr, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_query, 16);
+QRDMA_CHECK_SIZE(qrdma_cmd_gid, 32);
+QRDMA_CHECK_SIZE(qrdma_cmd_destroy, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_reg_mr, 40);
+QRDMA_CHECK_SIZE(qrdma_cmd_alloc_mr, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_alloc_mw, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_cq, 40);
+QRDMA_CHECK_SIZE(qrdma_cmd_create_qp, 64);
+QRDMA_CHECK_SIZE(qrdma_create_qp_resp, 24);
+QRDMA_CHECK_SIZE(qrdma_av, 32);
+QRDMA_CHECK_SIZE(qrdma_qp_attr, 72);
+QRDMA_CHECK_SIZE(qrdma_cmd_modify_qp, 80);
+QRDMA_CHECK_SIZE(qrdma_query_qp_resp, 104);
+QRDMA_CHECK_SIZE(qrdma_cmd_srq, 40);
+QRDMA_CHECK_SIZE(qrdma_srq_resp, 16);
+QRDMA_CHECK_SIZE(qrdma_cmd_create_ah, 40);
+QRDMA_CHECK_SIZE(qrdma_cmd_mcast, 24);
+QRDMA_CHECK_SIZE(qrdma_cmd, 128);
+QRDMA_CHECK_SIZE(qrdma_cmpl, 32);
+QRDMA_CHECK_SIZE(qrdma_device_attr, 152);
+QRDMA_CHECK_SIZE(qrdma_port_attr, 24);
+QRDMA_CHECK_SIZE(qrdma_gid_entry, 28);
+QRDMA_CHECK_SIZE(qrdma_stats, 96);
+QRDMA_CHECK_SIZE(qrdma_eqe, 16);
+QRDMA_CHECK_SIZE(qrdma_sge, 16);
+QRDMA_CHECK_SIZE(qrdma_sq_wqe, QRDMA_SQ_WQE_SIZE);
+QRDMA_CHECK_SIZE(qrdma_rq_wqe, QRDMA_RQ_WQE_SIZE);
+QRDMA_CHECK_SIZE(qrdma_cqe, QRDMA_CQE_SIZE);
+QRDMA_CHECK_SIZE(qrdma_eth_desc, 16);
+
+#undef QRDMA_CHECK_SIZE
+
 #endif /* QRDMA_HW_H */
