@@ -10,43 +10,6 @@
 #include "qrdma_cmd.h"
 #include "qrdma_cmdq.h"
 
-static const char *qrdma_cmd_name(u8 opcode)
-{
-	switch (opcode) {
-	case QRDMA_CMD_QUERY_DEVICE: return "QUERY_DEVICE";
-	case QRDMA_CMD_QUERY_PORT: return "QUERY_PORT";
-	case QRDMA_CMD_QUERY_GID: return "QUERY_GID";
-	case QRDMA_CMD_SET_GID: return "SET_GID";
-	case QRDMA_CMD_DEL_GID: return "DEL_GID";
-	case QRDMA_CMD_QUERY_STATS: return "QUERY_STATS";
-	case QRDMA_CMD_CREATE_UCTX: return "CREATE_UCTX";
-	case QRDMA_CMD_DESTROY_UCTX: return "DESTROY_UCTX";
-	case QRDMA_CMD_ALLOC_PD: return "ALLOC_PD";
-	case QRDMA_CMD_DEALLOC_PD: return "DEALLOC_PD";
-	case QRDMA_CMD_REG_MR: return "REG_MR";
-	case QRDMA_CMD_DEREG_MR: return "DEREG_MR";
-	case QRDMA_CMD_ALLOC_MR: return "ALLOC_MR";
-	case QRDMA_CMD_ALLOC_MW: return "ALLOC_MW";
-	case QRDMA_CMD_DEALLOC_MW: return "DEALLOC_MW";
-	case QRDMA_CMD_CREATE_CQ: return "CREATE_CQ";
-	case QRDMA_CMD_DESTROY_CQ: return "DESTROY_CQ";
-	case QRDMA_CMD_RESIZE_CQ: return "RESIZE_CQ";
-	case QRDMA_CMD_CREATE_QP: return "CREATE_QP";
-	case QRDMA_CMD_MODIFY_QP: return "MODIFY_QP";
-	case QRDMA_CMD_QUERY_QP: return "QUERY_QP";
-	case QRDMA_CMD_DESTROY_QP: return "DESTROY_QP";
-	case QRDMA_CMD_CREATE_SRQ: return "CREATE_SRQ";
-	case QRDMA_CMD_MODIFY_SRQ: return "MODIFY_SRQ";
-	case QRDMA_CMD_QUERY_SRQ: return "QUERY_SRQ";
-	case QRDMA_CMD_DESTROY_SRQ: return "DESTROY_SRQ";
-	case QRDMA_CMD_CREATE_AH: return "CREATE_AH";
-	case QRDMA_CMD_DESTROY_AH: return "DESTROY_AH";
-	case QRDMA_CMD_ATTACH_MCAST: return "ATTACH_MCAST";
-	case QRDMA_CMD_DETACH_MCAST: return "DETACH_MCAST";
-	default: return "unknown";
-	}
-}
-
 static void qrdma_cmd_init(struct qrdma_cmd *cmd, u8 opcode, u32 uctx)
 {
 	memset(cmd, 0, sizeof(*cmd));
@@ -110,8 +73,8 @@ int qrdma_cmd_query_device(struct qrdma_cmdq *cmdq,
 		return err;
 
 	attr->fw_ver = le64_to_cpu(resp.fw_ver);
-	/* An array of bytes in network order, as IB keeps GUIDs. */
-	memcpy(&attr->node_guid, &resp.node_guid, sizeof(attr->node_guid));
+	/* Bytes in network order, as IB keeps GUIDs. */
+	attr->node_guid = resp.node_guid;
 	attr->max_mr_size = le64_to_cpu(resp.max_mr_size);
 	attr->page_size_cap = le64_to_cpu(resp.page_size_cap);
 	attr->vendor_id = le32_to_cpu(resp.vendor_id);

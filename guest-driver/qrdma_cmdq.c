@@ -92,9 +92,6 @@ int qrdma_cmdq_init(struct qrdma_cmdq *cmdq, struct device *dmadev,
 	spin_lock_init(&cmdq->lock);
 	sema_init(&cmdq->avail, cmdq->depth);
 
-	BUILD_BUG_ON(sizeof(struct qrdma_cmd) != 128);
-	BUILD_BUG_ON(sizeof(struct qrdma_cmpl) != 32);
-
 	cmdq->ctx = kcalloc(cmdq->depth, sizeof(*cmdq->ctx), GFP_KERNEL);
 	cmdq->slot_ctx = kcalloc(cmdq->depth, sizeof(*cmdq->slot_ctx),
 				 GFP_KERNEL);

@@ -142,11 +142,11 @@ static int qrdma_build_send_wqe(struct qrdma_qp *qp,
 	case IB_WR_SEND_WITH_IMM:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 		/* As the consumer gave it: network order. */
-		wqe->imm_data = (__force u32)wr->ex.imm_data;
+		wqe->imm_data = wr->ex.imm_data;
 		break;
 	case IB_WR_SEND_WITH_INV:
 	case IB_WR_LOCAL_INV:
-		wqe->imm_data = cpu_to_le32(wr->ex.invalidate_rkey);
+		wqe->invalidate_rkey = cpu_to_le32(wr->ex.invalidate_rkey);
 		break;
 	default:
 		break;
@@ -455,10 +455,10 @@ static bool qrdma_poll_one(struct qrdma_dev *dev, struct qrdma_cq *cq,
 	wc->port_num = QRDMA_PORT;
 	if (cqe->flags & QRDMA_CQE_F_WITH_IMM) {
 		wc->wc_flags |= IB_WC_WITH_IMM;
-		wc->ex.imm_data = (__force __be32)cqe->imm_data;
+		wc->ex.imm_data = cqe->imm_data;
 	} else if (cqe->flags & QRDMA_CQE_F_WITH_INV) {
 		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
-		wc->ex.invalidate_rkey = le32_to_cpu(cqe->imm_data);
+		wc->ex.invalidate_rkey = le32_to_cpu(cqe->invalidate_rkey);
 	}
 	if (cqe->flags & QRDMA_CQE_F_GRH)
 		wc->wc_flags |= IB_WC_GRH;

@@ -620,14 +620,19 @@ static int qrdma_check_attrs(struct qrdma_dev *dev)
 	return 0;
 }
 
-static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
+/*
+ * The PCI function and the command queue: everything up to the device
+ * answering commands.  qrdma_remove_device() undoes it.
+ */
+static struct qrdma_dev *qrdma_probe_device(struct pci_dev *pdev)
 {
 	struct qrdma_dev *dev;
 	int err;
 
 	err = pci_enable_device_mem(pdev);
 	if (err)
-		return dev_err_probe(&pdev->dev, err, "cannot enable device\n");
+		return ERR_PTR(dev_err_probe(&pdev->dev, err,
+					     "cannot enable device\n"));
 	pci_set_master(pdev);
 
 	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
@@ -678,11 +683,13 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	dev->db_pages = pci_resource_len(pdev, QRDMA_DB_BAR) /
 			QRDMA_DB_PAGE_SIZE;
 	/* Doorbells are single 64-bit writes: uncached, never combined. */
-	dev->kdb = pci_iomap_range(pdev, QRDMA_DB_BAR, 0, QRDMA_DB_PAGE_SIZE);
-	if (!dev->kdb || !dev->db_pages) {
+	if (dev->db_pages)
+		dev->kdb = pci_iomap_range(pdev, QRDMA_DB_BAR, 0,
+					   QRDMA_DB_PAGE_SIZE);
+	if (!dev->kdb) {
 		dev_err(&pdev->dev, "cannot map the doorbell BAR\n");
 		err = -ENOMEM;
-		goto err_unmap_db;
+		goto err_unmap_regs;
 	}
 
 	err = qrdma_alloc_vectors(dev);
@@ -701,26 +708,80 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (err)
 		goto err_destroy_cmdq;
 
+	return dev;
+
+err_destroy_cmdq:
+	/* Resets the device: no DMA into the rings freed after it. */
+	qrdma_cmdq_disable(&dev->cmdq);
+	cancel_work_sync(&dev->fatal_work);
+	qrdma_cmdq_destroy(&dev->cmdq);
+err_free_vectors:
+	pci_free_irq_vectors(pdev);
+err_unmap_db:
+	pci_iounmap(pdev, dev->kdb);
+err_unmap_regs:
+	pci_iounmap(pdev, dev->regs);
+err_dealloc_ibdev:
+	ib_dealloc_device(&dev->ibdev);
+err_release_regions:
+	pci_release_selected_regions(pdev,
+				     BIT(QRDMA_REG_BAR) | BIT(QRDMA_DB_BAR));
+err_disable_device:
+	pci_disable_device(pdev);
+	return ERR_PTR(err);
+}
+
+static void qrdma_remove_device(struct qrdma_dev *dev)
+{
+	struct pci_dev *pdev = dev->pdev;
+
+	/* The device forgets everything and stops all DMA. */
+	qrdma_cmdq_disable(&dev->cmdq);
+	/* No handler reaps the command queue after this. */
+	free_irq(pci_irq_vector(pdev, 0), dev);
+	cancel_work_sync(&dev->fatal_work);
+	qrdma_cmdq_destroy(&dev->cmdq);
+	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, dev->kdb);
+	pci_iounmap(pdev, dev->regs);
+	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa) ||
+		!xa_empty(&dev->srq_xa));
+	xa_destroy(&dev->qp_xa);
+	xa_destroy(&dev->cq_xa);
+	xa_destroy(&dev->srq_xa);
+	ib_dealloc_device(&dev->ibdev);
+	pci_release_selected_regions(pdev,
+				     BIT(QRDMA_REG_BAR) | BIT(QRDMA_DB_BAR));
+	pci_disable_device(pdev);
+}
+
+/*
+ * What the device is, its Ethernet function, its event queues and the
+ * ib_device on them.  qrdma_ib_device_remove() undoes it.
+ */
+static int qrdma_ib_device_add(struct qrdma_dev *dev)
+{
+	struct device *dmadev = &dev->pdev->dev;
+	int err;
+
 	err = qrdma_cmd_query_device(&dev->cmdq, &dev->attr);
 	if (err) {
-		dev_err(&pdev->dev, "QUERY_DEVICE failed: %d\n", err);
-		goto err_free_admin_irq;
+		dev_err(dmadev, "QUERY_DEVICE failed: %d\n", err);
+		return err;
 	}
 	err = qrdma_cmd_query_port(&dev->cmdq, QRDMA_PORT, &dev->port);
 	if (err) {
-		dev_err(&pdev->dev, "QUERY_PORT failed: %d\n", err);
-		goto err_free_admin_irq;
+		dev_err(dmadev, "QUERY_PORT failed: %d\n", err);
+		return err;
 	}
 	err = qrdma_check_attrs(dev);
 	if (err)
-		goto err_free_admin_irq;
+		return err;
 
-	dev->ci_pool = dma_pool_create("qrdma-cq-ci", &pdev->dev,
+	dev->ci_pool = dma_pool_create("qrdma-cq-ci", dmadev,
 				       sizeof(__le32), sizeof(__le32), 0);
-	if (!dev->ci_pool) {
-		err = -ENOMEM;
-		goto err_free_admin_irq;
-	}
+	if (!dev->ci_pool)
+		return -ENOMEM;
 
 	err = qrdma_eth_init(dev);
 	if (err)
@@ -729,14 +790,13 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (dev->data_path) {
 		err = qrdma_eqs_init(dev);
 		if (err)
-			goto err_eth_fini;
+			goto err_fini_eth;
 	}
 
 	err = qrdma_ib_register(dev);
 	if (err) {
-		dev_err(&pdev->dev, "cannot register the RDMA device: %d\n",
-			err);
-		goto err_destroy_eqs;
+		dev_err(dmadev, "cannot register the RDMA device: %d\n", err);
+		goto err_fini_eqs;
 	}
 
 	mutex_lock(&dev->event_lock);
@@ -748,42 +808,18 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	schedule_delayed_work(&dev->link_work, 0);
 	return 0;
 
-err_destroy_eqs:
+err_fini_eqs:
 	qrdma_eqs_fini(dev);
-err_eth_fini:
+err_fini_eth:
 	/* May stop an open netdev: no event, the ib_device is not live. */
 	qrdma_eth_fini(dev);
 err_destroy_pool:
 	dma_pool_destroy(dev->ci_pool);
-err_free_admin_irq:
-	qrdma_cmdq_disable(&dev->cmdq);
-	free_irq(pci_irq_vector(pdev, 0), dev);
-err_destroy_cmdq:
-	/* Resets the device: no DMA into the rings freed after it. */
-	qrdma_cmdq_disable(&dev->cmdq);
-	cancel_work_sync(&dev->fatal_work);
-	qrdma_cmdq_destroy(&dev->cmdq);
-err_free_vectors:
-	pci_free_irq_vectors(pdev);
-err_unmap_db:
-	if (dev->kdb)
-		pci_iounmap(pdev, dev->kdb);
-err_unmap_regs:
-	pci_iounmap(pdev, dev->regs);
-err_dealloc_ibdev:
-	ib_dealloc_device(&dev->ibdev);
-err_release_regions:
-	pci_release_selected_regions(pdev,
-				     BIT(QRDMA_REG_BAR) | BIT(QRDMA_DB_BAR));
-err_disable_device:
-	pci_disable_device(pdev);
 	return err;
 }
 
-static void qrdma_remove(struct pci_dev *pdev)
+static void qrdma_ib_device_remove(struct qrdma_dev *dev)
 {
-	struct qrdma_dev *dev = pci_get_drvdata(pdev);
-
 	cancel_delayed_work_sync(&dev->link_work);
 	/*
 	 * From now on no event reaches ib_core: the netdev's stop below
@@ -799,24 +835,34 @@ static void qrdma_remove(struct pci_dev *pdev)
 	qrdma_eqs_fini(dev);
 	qrdma_eth_fini(dev);
 	dma_pool_destroy(dev->ci_pool);
-	/* The device forgets everything and stops all DMA. */
-	qrdma_cmdq_disable(&dev->cmdq);
-	cancel_work_sync(&dev->fatal_work);
-	/* No handler reaps the command queue after this: free it. */
-	free_irq(pci_irq_vector(pdev, 0), dev);
-	qrdma_cmdq_destroy(&dev->cmdq);
-	pci_free_irq_vectors(pdev);
-	pci_iounmap(pdev, dev->kdb);
-	pci_iounmap(pdev, dev->regs);
-	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa) ||
-		!xa_empty(&dev->srq_xa));
-	xa_destroy(&dev->qp_xa);
-	xa_destroy(&dev->cq_xa);
-	xa_destroy(&dev->srq_xa);
-	ib_dealloc_device(&dev->ibdev);
-	pci_release_selected_regions(pdev,
-				     BIT(QRDMA_REG_BAR) | BIT(QRDMA_DB_BAR));
-	pci_disable_device(pdev);
+}
+
+static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
+{
+	struct qrdma_dev *dev;
+	int err;
+
+	dev = qrdma_probe_device(pdev);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+
+	err = qrdma_ib_device_add(dev);
+	if (err)
+		goto err_remove_device;
+
+	return 0;
+
+err_remove_device:
+	qrdma_remove_device(dev);
+	return err;
+}
+
+static void qrdma_remove(struct pci_dev *pdev)
+{
+	struct qrdma_dev *dev = pci_get_drvdata(pdev);
+
+	qrdma_ib_device_remove(dev);
+	qrdma_remove_device(dev);
 }
 
 static void qrdma_shutdown(struct pci_dev *pdev)

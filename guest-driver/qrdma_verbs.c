@@ -700,7 +700,7 @@ struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct qrdma_page_list pl;
 	struct ib_block_iter biter;
 	struct qrdma_mr_keys keys;
-	unsigned long pgsz;
+	unsigned long page_sizes, pgsz;
 	struct qrdma_mr *mr;
 	size_t npages;
 	u32 i = 0;
@@ -729,10 +729,9 @@ struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		goto err_free_mr;
 	}
 
-	pgsz = ib_umem_find_best_pgsz(mr->umem,
-				      qrdma_umem_page_sizes(mr->umem,
-					dev->attr.page_size_cap &
-					QRDMA_MR_PAGE_SIZES), virt_addr);
+	page_sizes = qrdma_umem_page_sizes(mr->umem, dev->attr.page_size_cap &
+					   QRDMA_MR_PAGE_SIZES);
+	pgsz = ib_umem_find_best_pgsz(mr->umem, page_sizes, virt_addr);
 	if (!pgsz) {
 		ibdev_dbg(&dev->ibdev, "no page size fits the MR\n");
 		err = -EINVAL;

@@ -55,9 +55,6 @@ QRDMA_SAME_VALUE(IBV_ACCESS_LOCAL_WRITE, QRDMA_ACCESS_LOCAL_WRITE);
 QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_WRITE, QRDMA_ACCESS_REMOTE_WRITE);
 QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_READ, QRDMA_ACCESS_REMOTE_READ);
 QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_ATOMIC, QRDMA_ACCESS_REMOTE_ATOMIC);
-static_assert(sizeof(struct qrdma_sq_wqe) == QRDMA_SQ_WQE_SIZE, "SQ WQE");
-static_assert(sizeof(struct qrdma_rq_wqe) == QRDMA_RQ_WQE_SIZE, "RQ WQE");
-static_assert(sizeof(struct qrdma_cqe) == QRDMA_CQE_SIZE, "CQE");
 
 /* The header of a send WQE, before its SGEs or inline data. */
 #define QRDMA_SQ_WQE_HDR_SIZE	offsetof(struct qrdma_sq_wqe, sge)
@@ -574,9 +571,9 @@ static void qrdma_fill_wc(const struct qrdma_cqe *cqe, struct qrdma_qp *qp,
 	wc->wc_flags = qrdma_wc_flags(cqe);
 	if (cqe->flags & QRDMA_CQE_F_WITH_IMM)
 		/* As the sender gave it: network order already. */
-		wc->imm_data = (__force __be32)cqe->imm_data;
+		wc->imm_data = cqe->imm_data;
 	else if (cqe->flags & QRDMA_CQE_F_WITH_INV)
-		wc->invalidated_rkey = le32toh(cqe->imm_data);
+		wc->invalidated_rkey = le32toh(cqe->invalidate_rkey);
 	else
 		wc->imm_data = 0;
 	wc->pkey_index = le16toh(cqe->pkey_index);
@@ -689,8 +686,8 @@ static __be32 qrdma_wc_read_imm_data(struct ibv_cq_ex *ibvcqx)
 
 	/* For IBV_WC_WITH_INV, the rkey, in host order as verbs wants it. */
 	if (cqe->flags & QRDMA_CQE_F_WITH_INV)
-		return (__force __be32)le32toh(cqe->imm_data);
-	return (__force __be32)cqe->imm_data;
+		return (__force __be32)le32toh(cqe->invalidate_rkey);
+	return cqe->imm_data;
 }
 
 static uint32_t qrdma_wc_read_qp_num(struct ibv_cq_ex *ibvcqx)
@@ -1625,11 +1622,11 @@ static int qrdma_build_send_wqe(struct qrdma_qp *qp, struct ibv_send_wr *wr,
 	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		/* As the consumer gave it: network order. */
-		wqe->imm_data = (__force uint32_t)wr->imm_data;
+		wqe->imm_data = wr->imm_data;
 		break;
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
-		wqe->imm_data = htole32(wr->invalidate_rkey);
+		wqe->invalidate_rkey = htole32(wr->invalidate_rkey);
 		break;
 	default:
 		break;
@@ -1811,7 +1808,7 @@ static void qrdma_wr_send_imm(struct ibv_qp_ex *ibvqpx, __be32 imm_data)
 						  QRDMA_WR_SEND_WITH_IMM);
 
 	if (wqe)
-		wqe->imm_data = (__force uint32_t)imm_data;
+		wqe->imm_data = imm_data;
 }
 
 static void qrdma_wr_send_inv(struct ibv_qp_ex *ibvqpx,
@@ -1821,7 +1818,7 @@ static void qrdma_wr_send_inv(struct ibv_qp_ex *ibvqpx,
 						  QRDMA_WR_SEND_WITH_INV);
 
 	if (wqe)
-		wqe->imm_data = htole32(invalidate_rkey);
+		wqe->invalidate_rkey = htole32(invalidate_rkey);
 }
 
 static void qrdma_wr_set_rdma(struct qrdma_sq_wqe *wqe, uint32_t rkey,
@@ -1848,7 +1845,7 @@ static void qrdma_wr_rdma_write_imm(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 
 	if (wqe) {
 		qrdma_wr_set_rdma(wqe, rkey, remote_addr);
-		wqe->imm_data = (__force uint32_t)imm_data;
+		wqe->imm_data = imm_data;
 	}
 }
 
@@ -1939,7 +1936,7 @@ static void qrdma_wr_local_inv(struct ibv_qp_ex *ibvqpx,
 	struct qrdma_sq_wqe *wqe = qrdma_wr_begin(ibvqpx, QRDMA_WR_LOCAL_INV);
 
 	if (wqe)
-		wqe->imm_data = htole32(invalidate_rkey);
+		wqe->invalidate_rkey = htole32(invalidate_rkey);
 }
 
 static void qrdma_wr_set_ud_addr(struct ibv_qp_ex *ibvqpx, struct ibv_ah *ah,

@@ -4,16 +4,38 @@
  *
  * The QEMU device model, its qtests, the Linux driver and the rdma-core
  * provider all include this file; docs/specs/qrdma.rst describes it in prose.
- * Every multi-byte field is little-endian.  Nothing here may depend on the
- * environment it is compiled in beyond fixed-width integer types.
+ * Nothing here may depend on the environment it is compiled in beyond
+ * fixed-width integer types and the byte-order types below.
+ *
+ * Every multi-byte field is little-endian, typed qrdma_le16, qrdma_le32,
+ * qrdma_le64, or qrdma_be32, qrdma_be64 for the few that hold bytes in
+ * network order.  In Linux and rdma-core these are the kernel's __le32 and
+ * the like, which sparse sees as restricted types, so that it checks every
+ * conversion.  In QEMU, whose files include qemu/osdep.h first, they are
+ * the fixed-width integers they hold, which the device and the qtests
+ * convert with le32_to_cpu() and the like; they cannot be __le32 there,
+ * since on a Linux host osdep.h already has <linux/types.h> define that
+ * name, as another type than uint64_t for the 64-bit ones.
  */
 #ifndef QRDMA_HW_H
 #define QRDMA_HW_H
 
-#ifdef __KERNEL__
-#include <linux/types.h>
+#ifdef QEMU_OSDEP_H
+typedef uint16_t qrdma_le16;
+typedef uint32_t qrdma_le32;
+typedef uint64_t qrdma_le64;
+typedef uint32_t qrdma_be32;
+typedef uint64_t qrdma_be64;
 #else
+#ifndef __KERNEL__
 #include <stdint.h>
+#endif
+#include <linux/types.h>
+typedef __le16 qrdma_le16;
+typedef __le32 qrdma_le32;
+typedef __le64 qrdma_le64;
+typedef __be32 qrdma_be32;
+typedef __be64 qrdma_be64;
 #endif
 
 /* PCI identity: Red Hat's range reserved for experimental devices. */
@@ -132,38 +154,58 @@ enum qrdma_config_err {
 #define QRDMA_CMDQ_ALIGN                128
 #define QRDMA_CMPQ_ALIGN                32
 
-enum qrdma_cmd_opcode {
-    QRDMA_CMD_QUERY_DEVICE              = 0x01,
-    QRDMA_CMD_QUERY_PORT                = 0x02,
-    QRDMA_CMD_QUERY_GID                 = 0x03,
-    QRDMA_CMD_SET_GID                   = 0x04,
-    QRDMA_CMD_DEL_GID                   = 0x05,
-    QRDMA_CMD_QUERY_STATS               = 0x06,
-    QRDMA_CMD_CREATE_UCTX               = 0x10,
-    QRDMA_CMD_DESTROY_UCTX              = 0x11,
-    QRDMA_CMD_ALLOC_PD                  = 0x12,
-    QRDMA_CMD_DEALLOC_PD                = 0x13,
-    QRDMA_CMD_REG_MR                    = 0x20,
-    QRDMA_CMD_DEREG_MR                  = 0x21,
-    QRDMA_CMD_ALLOC_MR                  = 0x22,
-    QRDMA_CMD_ALLOC_MW                  = 0x23,
-    QRDMA_CMD_DEALLOC_MW                = 0x24,
-    QRDMA_CMD_CREATE_CQ                 = 0x30,
-    QRDMA_CMD_DESTROY_CQ                = 0x31,
-    QRDMA_CMD_RESIZE_CQ                 = 0x32,
-    QRDMA_CMD_CREATE_QP                 = 0x40,
-    QRDMA_CMD_MODIFY_QP                 = 0x41,
-    QRDMA_CMD_QUERY_QP                  = 0x42,
-    QRDMA_CMD_DESTROY_QP                = 0x43,
-    QRDMA_CMD_CREATE_SRQ                = 0x50,
-    QRDMA_CMD_MODIFY_SRQ                = 0x51,
-    QRDMA_CMD_QUERY_SRQ                 = 0x52,
-    QRDMA_CMD_DESTROY_SRQ               = 0x53,
-    QRDMA_CMD_CREATE_AH                 = 0x60,
-    QRDMA_CMD_DESTROY_AH                = 0x61,
-    QRDMA_CMD_ATTACH_MCAST              = 0x70,
-    QRDMA_CMD_DETACH_MCAST              = 0x71,
-};
+/*
+ * The commands, each as X(NAME, opcode): the one list from which the
+ * opcodes (QRDMA_CMD_QUERY_DEVICE and on) and their names in logs and
+ * traces (qrdma_cmd_name()) come, in the device and the driver alike.
+ */
+#define QRDMA_CMD_LIST(X) \
+    X(QUERY_DEVICE, 0x01) \
+    X(QUERY_PORT,   0x02) \
+    X(QUERY_GID,    0x03) \
+    X(SET_GID,      0x04) \
+    X(DEL_GID,      0x05) \
+    X(QUERY_STATS,  0x06) \
+    X(CREATE_UCTX,  0x10) \
+    X(DESTROY_UCTX, 0x11) \
+    X(ALLOC_PD,     0x12) \
+    X(DEALLOC_PD,   0x13) \
+    X(REG_MR,       0x20) \
+    X(DEREG_MR,     0x21) \
+    X(ALLOC_MR,     0x22) \
+    X(ALLOC_MW,     0x23) \
+    X(DEALLOC_MW,   0x24) \
+    X(CREATE_CQ,    0x30) \
+    X(DESTROY_CQ,   0x31) \
+    X(RESIZE_CQ,    0x32) \
+    X(CREATE_QP,    0x40) \
+    X(MODIFY_QP,    0x41) \
+    X(QUERY_QP,     0x42) \
+    X(DESTROY_QP,   0x43) \
+    X(CREATE_SRQ,   0x50) \
+    X(MODIFY_SRQ,   0x51) \
+    X(QUERY_SRQ,    0x52) \
+    X(DESTROY_SRQ,  0x53) \
+    X(CREATE_AH,    0x60) \
+    X(DESTROY_AH,   0x61) \
+    X(ATTACH_MCAST, 0x70) \
+    X(DETACH_MCAST, 0x71)
+
+/* One enum per command: QEMU's checkpatch refuses a macro ending in a comma. */
+#define QRDMA_CMD_ENUM(name, opcode) enum { QRDMA_CMD_##name = opcode };
+QRDMA_CMD_LIST(QRDMA_CMD_ENUM)
+#undef QRDMA_CMD_ENUM
+
+/* The name of a command, "QUERY_DEVICE" say, or "UNKNOWN". */
+static inline const char *qrdma_cmd_name(unsigned int opcode)
+{
+#define QRDMA_CMD_CASE(name, opcode) case opcode: return #name;
+    switch (opcode) {
+    QRDMA_CMD_LIST(QRDMA_CMD_CASE)
+    }
+#undef QRDMA_CMD_CASE
+    return "UNKNOWN";
+}
 
 enum qrdma_cmd_status {
     QRDMA_STATUS_OK                     = 0,
@@ -186,23 +228,23 @@ enum qrdma_cmd_status {
 struct qrdma_cmd_hdr {
     uint8_t opcode;
     uint8_t flags;                      /* reserved, 0 */
-    uint16_t cmd_id;                    /* echoed in the completion */
-    uint32_t uctx;                      /* owner: a user context or kernel */
+    qrdma_le16 cmd_id;                  /* echoed in the completion */
+    qrdma_le32 uctx;                    /* owner: a user context or kernel */
 };
 
 /* QUERY_DEVICE, QUERY_PORT, QUERY_GID, QUERY_QP, QUERY_SRQ, QUERY_STATS */
 struct qrdma_cmd_query {
-    uint64_t resp_addr;                 /* where the answer goes */
-    uint32_t resp_len;                  /* at least the answer's size */
-    uint32_t index;                     /* port, GID index, qpn or srqn */
+    qrdma_le64 resp_addr;               /* where the answer goes */
+    qrdma_le32 resp_len;                /* at least the answer's size */
+    qrdma_le32 index;                   /* port, GID index, qpn or srqn */
 };
 
 /* SET_GID, DEL_GID: the RoCE GID table of port 1, kept by the driver. */
 struct qrdma_cmd_gid {
-    uint32_t index;
+    qrdma_le32 index;
     uint8_t type;                       /* QRDMA_GID_TYPE_* */
     uint8_t rsvd0;
-    uint16_t vlan_id;                   /* QRDMA_VLAN_NONE for none */
+    qrdma_le16 vlan_id;                 /* QRDMA_VLAN_NONE for none */
     uint8_t gid[16];
     uint8_t mac[6];
     uint8_t rsvd1[2];
@@ -213,8 +255,8 @@ struct qrdma_cmd_gid {
 
 /* Every DESTROY_*, DEALLOC_PD and DEREG_MR */
 struct qrdma_cmd_destroy {
-    uint32_t handle;
-    uint32_t rsvd;
+    qrdma_le32 handle;
+    qrdma_le32 rsvd;
 };
 
 /* MR access flags: the IB verbs values. */
@@ -235,23 +277,23 @@ struct qrdma_cmd_destroy {
  * with iova = guest address, and npages, pages_addr are 0.
  */
 struct qrdma_cmd_reg_mr {
-    uint32_t pd;
-    uint32_t access;
-    uint64_t iova;
-    uint64_t length;
-    uint64_t pages_addr;
-    uint32_t npages;
+    qrdma_le32 pd;
+    qrdma_le32 access;
+    qrdma_le64 iova;
+    qrdma_le64 length;
+    qrdma_le64 pages_addr;
+    qrdma_le32 npages;
     uint8_t page_shift;
     uint8_t flags;                      /* QRDMA_MR_F_* */
-    uint16_t rsvd;
+    qrdma_le16 rsvd;
 };
 
 #define QRDMA_MR_F_DMA                  (1u << 0)
 
 /* ALLOC_MR: an MR for fast registration, invalid until a REG_MR WQE. */
 struct qrdma_cmd_alloc_mr {
-    uint32_t pd;
-    uint32_t max_pages;
+    qrdma_le32 pd;
+    qrdma_le32 max_pages;
 };
 
 /* The lkey of the kernel's local DMA: guest addresses, untranslated. */
@@ -263,7 +305,7 @@ struct qrdma_cmd_alloc_mr {
  * PD; type 2 windows (2B) to the QP that binds them, until invalidated.
  */
 struct qrdma_cmd_alloc_mw {
-    uint32_t pd;
+    qrdma_le32 pd;
     uint8_t type;                       /* QRDMA_MW_TYPE_* */
     uint8_t rsvd[3];
 };
@@ -283,19 +325,19 @@ struct qrdma_cmd_alloc_mw {
  * start of the new ring.
  */
 struct qrdma_cmd_cq {
-    uint64_t pages_addr;
-    uint32_t npages;
-    uint32_t log2_entries;
-    uint32_t cqn;                       /* RESIZE_CQ */
-    uint32_t eq;                        /* CREATE_CQ: completion vector */
-    uint32_t ci;                        /* RESIZE_CQ */
-    uint32_t rsvd;
+    qrdma_le64 pages_addr;
+    qrdma_le32 npages;
+    qrdma_le32 log2_entries;
+    qrdma_le32 cqn;                     /* RESIZE_CQ */
+    qrdma_le32 eq;                      /* CREATE_CQ: completion vector */
+    qrdma_le32 ci;                      /* RESIZE_CQ */
+    qrdma_le32 rsvd;
     /*
      * CREATE_CQ: a 4-byte word in guest RAM where the consumer keeps its
      * consumer index (free running), so the device sees a full ring
      * without a register access per poll.  0: none (overruns undetected).
      */
-    uint64_t ci_addr;
+    qrdma_le64 ci_addr;
 };
 
 /* QP types: the IB verbs values. */
@@ -338,45 +380,45 @@ enum qrdma_qp_state {
  * for must fit in them and in the device limits.
  */
 struct qrdma_cmd_create_qp {
-    uint32_t pd;
-    uint32_t send_cq;
-    uint32_t recv_cq;
-    uint32_t srq;                       /* QRDMA_HANDLE_NONE: none */
+    qrdma_le32 pd;
+    qrdma_le32 send_cq;
+    qrdma_le32 recv_cq;
+    qrdma_le32 srq;                     /* QRDMA_HANDLE_NONE: none */
     uint8_t qp_type;                    /* enum qrdma_qp_type */
     uint8_t flags;                      /* QRDMA_QP_F_* */
     uint8_t sq_log2;
     uint8_t rq_log2;
-    uint32_t max_send_wr;
-    uint32_t max_recv_wr;
-    uint32_t max_send_sge;
-    uint32_t max_recv_sge;
-    uint32_t max_inline_data;
-    uint64_t sq_pages_addr;
-    uint64_t rq_pages_addr;
-    uint32_t sq_npages;
-    uint32_t rq_npages;
+    qrdma_le32 max_send_wr;
+    qrdma_le32 max_recv_wr;
+    qrdma_le32 max_send_sge;
+    qrdma_le32 max_recv_sge;
+    qrdma_le32 max_inline_data;
+    qrdma_le64 sq_pages_addr;
+    qrdma_le64 rq_pages_addr;
+    qrdma_le32 sq_npages;
+    qrdma_le32 rq_npages;
 };
 
 /* The caps a CREATE_QP completion returns in its data words. */
 struct qrdma_create_qp_resp {
-    uint32_t max_send_wr;
-    uint32_t max_recv_wr;
-    uint32_t max_send_sge;
-    uint32_t max_recv_sge;
-    uint32_t max_inline_data;
-    uint32_t rsvd;
+    qrdma_le32 max_send_wr;
+    qrdma_le32 max_recv_wr;
+    qrdma_le32 max_send_sge;
+    qrdma_le32 max_recv_sge;
+    qrdma_le32 max_inline_data;
+    qrdma_le32 rsvd;
 };
 
 /* The address vector of a connected QP or an AH (RoCEv2). */
 struct qrdma_av {
     uint8_t dgid[16];
-    uint32_t flow_label;
+    qrdma_le32 flow_label;
     uint8_t sgid_index;
     uint8_t hop_limit;
     uint8_t traffic_class;
     uint8_t sl;
     uint8_t dmac[6];
-    uint16_t vlan_id;                   /* QRDMA_VLAN_NONE for none */
+    qrdma_le16 vlan_id;                 /* QRDMA_VLAN_NONE for none */
 };
 
 /* modify_qp attribute mask: the IB verbs bit values. */
@@ -404,17 +446,17 @@ struct qrdma_av {
 
 /* The attributes of MODIFY_QP (inline) and of the QUERY_QP answer. */
 struct qrdma_qp_attr {
-    uint32_t attr_mask;
+    qrdma_le32 attr_mask;
     uint8_t qp_state;
     uint8_t cur_qp_state;
     uint8_t path_mtu;                   /* IB enum: 1 = 256 ... 5 = 4096 */
     uint8_t path_mig_state;
-    uint32_t qkey;
-    uint32_t rq_psn;
-    uint32_t sq_psn;
-    uint32_t dest_qp_num;
-    uint32_t qp_access_flags;           /* QRDMA_ACCESS_* */
-    uint16_t pkey_index;
+    qrdma_le32 qkey;
+    qrdma_le32 rq_psn;
+    qrdma_le32 sq_psn;
+    qrdma_le32 dest_qp_num;
+    qrdma_le32 qp_access_flags;         /* QRDMA_ACCESS_* */
+    qrdma_le16 pkey_index;
     uint8_t en_sqd_async_notify;
     uint8_t sq_draining;
     uint8_t max_rd_atomic;
@@ -429,8 +471,8 @@ struct qrdma_qp_attr {
 };
 
 struct qrdma_cmd_modify_qp {
-    uint32_t qpn;
-    uint32_t rsvd;
+    qrdma_le32 qpn;
+    qrdma_le32 rsvd;
     struct qrdma_qp_attr attr;
 };
 
@@ -449,15 +491,15 @@ struct qrdma_query_qp_resp {
  * the WQEs posted and not yet taken to the same free-running index there.
  */
 struct qrdma_cmd_srq {
-    uint32_t pd;                        /* CREATE_SRQ */
-    uint32_t srqn;                      /* MODIFY_SRQ */
-    uint32_t max_wr;
-    uint32_t max_sge;                   /* CREATE_SRQ */
-    uint32_t srq_limit;
-    uint32_t attr_mask;                 /* MODIFY_SRQ: QRDMA_SRQ_ATTR_* */
-    uint64_t pages_addr;                /* the ring */
-    uint32_t npages;
-    uint32_t log2_entries;
+    qrdma_le32 pd;                      /* CREATE_SRQ */
+    qrdma_le32 srqn;                    /* MODIFY_SRQ */
+    qrdma_le32 max_wr;
+    qrdma_le32 max_sge;                 /* CREATE_SRQ */
+    qrdma_le32 srq_limit;
+    qrdma_le32 attr_mask;               /* MODIFY_SRQ: QRDMA_SRQ_ATTR_* */
+    qrdma_le64 pages_addr;              /* the ring */
+    qrdma_le32 npages;
+    qrdma_le32 log2_entries;
 };
 
 #define QRDMA_SRQ_ATTR_MAX_WR           (1u << 0)
@@ -465,22 +507,22 @@ struct qrdma_cmd_srq {
 
 /* The CREATE_SRQ completion data and the QUERY_SRQ answer. */
 struct qrdma_srq_resp {
-    uint32_t max_wr;
-    uint32_t max_sge;
-    uint32_t srq_limit;
-    uint32_t rsvd;
+    qrdma_le32 max_wr;
+    qrdma_le32 max_sge;
+    qrdma_le32 srq_limit;
+    qrdma_le32 rsvd;
 };
 
 struct qrdma_cmd_create_ah {
-    uint32_t pd;
-    uint32_t rsvd;
+    qrdma_le32 pd;
+    qrdma_le32 rsvd;
     struct qrdma_av av;
 };
 
 /* ATTACH_MCAST, DETACH_MCAST */
 struct qrdma_cmd_mcast {
-    uint32_t qpn;
-    uint32_t rsvd;
+    qrdma_le32 qpn;
+    qrdma_le32 rsvd;
     uint8_t gid[16];
 };
 
@@ -506,11 +548,11 @@ struct qrdma_cmd {
 #define QRDMA_CMPL_F_PHASE              (1u << 0)
 
 struct qrdma_cmpl {
-    uint16_t cmd_id;
+    qrdma_le16 cmd_id;
     uint8_t status;                     /* enum qrdma_cmd_status */
     uint8_t flags;                      /* QRDMA_CMPL_F_* */
-    uint32_t handle;                    /* what a CREATE/ALLOC/REG made */
-    uint32_t data[6];                   /* command-specific results */
+    qrdma_le32 handle;                  /* what a CREATE/ALLOC/REG made */
+    qrdma_le32 data[6];                 /* command-specific results */
 };
 
 /*
@@ -524,43 +566,43 @@ struct qrdma_cmpl {
 
 /* The QUERY_DEVICE answer. */
 struct qrdma_device_attr {
-    uint64_t fw_ver;
-    uint64_t node_guid;
-    uint64_t max_mr_size;
-    uint64_t page_size_cap;
-    uint32_t vendor_id;
-    uint32_t vendor_part_id;
-    uint32_t hw_ver;
-    uint32_t max_qp;
-    uint32_t max_qp_wr;
-    uint32_t max_send_sge;
-    uint32_t max_recv_sge;
-    uint32_t max_sge_rd;
-    uint32_t max_cq;
-    uint32_t max_cqe;
-    uint32_t max_mr;
-    uint32_t max_pd;
-    uint32_t max_qp_rd_atom;
-    uint32_t max_qp_init_rd_atom;
-    uint32_t max_srq;
-    uint32_t max_srq_wr;
-    uint32_t max_srq_sge;
-    uint32_t max_ah;
-    uint32_t max_mcast_grp;
-    uint32_t max_mcast_qp_attach;
-    uint32_t max_uctx;
-    uint32_t max_inline_data;
-    uint32_t max_fast_reg_page_list_len;
-    uint32_t max_mr_pages;
-    uint32_t num_comp_vectors;
-    uint32_t max_pkeys;
+    qrdma_le64 fw_ver;
+    qrdma_be64 node_guid;               /* EUI-64, network order */
+    qrdma_le64 max_mr_size;
+    qrdma_le64 page_size_cap;
+    qrdma_le32 vendor_id;
+    qrdma_le32 vendor_part_id;
+    qrdma_le32 hw_ver;
+    qrdma_le32 max_qp;
+    qrdma_le32 max_qp_wr;
+    qrdma_le32 max_send_sge;
+    qrdma_le32 max_recv_sge;
+    qrdma_le32 max_sge_rd;
+    qrdma_le32 max_cq;
+    qrdma_le32 max_cqe;
+    qrdma_le32 max_mr;
+    qrdma_le32 max_pd;
+    qrdma_le32 max_qp_rd_atom;
+    qrdma_le32 max_qp_init_rd_atom;
+    qrdma_le32 max_srq;
+    qrdma_le32 max_srq_wr;
+    qrdma_le32 max_srq_sge;
+    qrdma_le32 max_ah;
+    qrdma_le32 max_mcast_grp;
+    qrdma_le32 max_mcast_qp_attach;
+    qrdma_le32 max_uctx;
+    qrdma_le32 max_inline_data;
+    qrdma_le32 max_fast_reg_page_list_len;
+    qrdma_le32 max_mr_pages;
+    qrdma_le32 num_comp_vectors;
+    qrdma_le32 max_pkeys;
     uint8_t local_ca_ack_delay;
     uint8_t atomic_cap;                 /* 1: within this HCA */
     uint8_t rsvd[2];
-    uint32_t device_caps;               /* QRDMA_DEV_CAP_* */
-    uint32_t max_mw;                    /* QRDMA_DEV_CAP_MW */
+    qrdma_le32 device_caps;             /* QRDMA_DEV_CAP_* */
+    qrdma_le32 max_mw;                  /* QRDMA_DEV_CAP_MW */
     /* page list entries of all MRs together (ALLOC_MR: its max_pages) */
-    uint32_t max_mr_pages_total;
+    qrdma_le32 max_mr_pages_total;
 };
 
 /*
@@ -584,9 +626,9 @@ struct qrdma_port_attr {
     uint8_t phys_state;                 /* 3 disabled, 5 link up */
     uint8_t max_mtu;                    /* IB enum */
     uint8_t active_mtu;                 /* IB enum */
-    uint32_t gid_tbl_len;
-    uint32_t max_msg_sz;
-    uint16_t pkey_tbl_len;
+    qrdma_le32 gid_tbl_len;
+    qrdma_le32 max_msg_sz;
+    qrdma_le16 pkey_tbl_len;
     uint8_t active_speed;               /* IB enum */
     uint8_t active_width;               /* IB enum */
     uint8_t mac[6];
@@ -598,30 +640,30 @@ struct qrdma_gid_entry {
     uint8_t gid[16];
     uint8_t type;                       /* QRDMA_GID_TYPE_*, 0: unused */
     uint8_t rsvd0;
-    uint16_t vlan_id;
+    qrdma_le16 vlan_id;
     uint8_t mac[6];
     uint8_t rsvd1[2];
 };
 
 /* The QUERY_STATS answer: counters since the device was created. */
 struct qrdma_stats {
-    uint64_t cmds;
-    uint64_t cmd_errors;
-    uint64_t guest_errors;
-    uint64_t eth_tx_frames;
-    uint64_t eth_rx_frames;
-    uint64_t eth_rx_dropped;
-    uint64_t eth_tx_dropped;
-    uint32_t uctx;                      /* resources in use */
-    uint32_t pd;
-    uint32_t mr;
-    uint32_t cq;
-    uint32_t qp;
-    uint32_t srq;
-    uint32_t ah;
-    uint32_t mcast;
-    uint32_t mw;
-    uint32_t rsvd;
+    qrdma_le64 cmds;
+    qrdma_le64 cmd_errors;
+    qrdma_le64 guest_errors;
+    qrdma_le64 eth_tx_frames;
+    qrdma_le64 eth_rx_frames;
+    qrdma_le64 eth_rx_dropped;
+    qrdma_le64 eth_tx_dropped;
+    qrdma_le32 uctx;                    /* resources in use */
+    qrdma_le32 pd;
+    qrdma_le32 mr;
+    qrdma_le32 cq;
+    qrdma_le32 qp;
+    qrdma_le32 srq;
+    qrdma_le32 ah;
+    qrdma_le32 mcast;
+    qrdma_le32 mw;
+    qrdma_le32 rsvd;
 };
 
 /*
@@ -656,9 +698,9 @@ enum qrdma_event_type {
 struct qrdma_eqe {
     uint8_t type;                       /* enum qrdma_event_type */
     uint8_t flags;                      /* QRDMA_EQE_F_* */
-    uint16_t rsvd0;
-    uint32_t handle;                    /* cqn, qpn, srqn, or port number */
-    uint64_t rsvd1;
+    qrdma_le16 rsvd0;
+    qrdma_le32 handle;                  /* cqn, qpn, srqn, or port number */
+    qrdma_le64 rsvd1;
 };
 
 /*
@@ -682,9 +724,9 @@ struct qrdma_eqe {
 
 /* A scatter/gather entry; lkey QRDMA_LOCAL_DMA_LKEY only for the kernel. */
 struct qrdma_sge {
-    uint64_t addr;
-    uint32_t length;
-    uint32_t lkey;
+    qrdma_le64 addr;
+    qrdma_le32 length;
+    qrdma_le32 lkey;
 };
 
 /* Send opcodes: the IB values (ib_wr_opcode, ibv_wr_opcode). */
@@ -711,51 +753,54 @@ enum qrdma_wr_opcode {
 
 /*
  * A send WQE: 64 bytes of header and operation, then QRDMA_MAX_SEND_SGE
- * SGEs or, with QRDMA_WQE_F_INLINE, inline_len bytes of data.  imm_data is
- * the immediate (as the consumer gave it, in network order) or, for
- * SEND_WITH_INV and LOCAL_INV, the rkey (of an MR or a window) to
- * invalidate.
+ * SGEs or, with QRDMA_WQE_F_INLINE, inline_len bytes of data.  One word
+ * holds imm_data, the immediate (as the consumer gave it, in network
+ * order), or, for SEND_WITH_INV and LOCAL_INV, invalidate_rkey, the rkey
+ * (of an MR or a window) to invalidate.
  */
 struct qrdma_sq_wqe {
-    uint64_t wr_id;
+    qrdma_le64 wr_id;
     uint8_t opcode;                     /* enum qrdma_wr_opcode */
     uint8_t flags;                      /* QRDMA_WQE_F_* */
     uint8_t num_sge;
     uint8_t rsvd0;
-    uint32_t imm_data;
-    uint32_t inline_len;
-    uint32_t rsvd1;
+    union {
+        qrdma_be32 imm_data;
+        qrdma_le32 invalidate_rkey;
+    };
+    qrdma_le32 inline_len;
+    qrdma_le32 rsvd1;
     union {
         struct {
-            uint64_t remote_addr;
-            uint32_t rkey;
-            uint32_t rsvd;
+            qrdma_le64 remote_addr;
+            qrdma_le32 rkey;
+            qrdma_le32 rsvd;
             /* atomics; ATOMIC_WRITE: the 8 bytes to write, in order */
-            uint64_t compare_add;
-            uint64_t swap;              /* ATOMIC_CMP_AND_SWP */
+            qrdma_le64 compare_add;
+            qrdma_le64 swap;            /* ATOMIC_CMP_AND_SWP */
         } rdma;
         struct {
-            uint64_t remote_addr;       /* as in rdma */
-            uint32_t rkey;
-            uint32_t rsvd;
-            uint64_t length;            /* QRDMA_FLUSH_RANGE */
+            qrdma_le64 remote_addr;     /* as in rdma */
+            qrdma_le32 rkey;
+            qrdma_le32 rsvd;
+            qrdma_le64 length;          /* QRDMA_FLUSH_RANGE */
             uint8_t type;               /* QRDMA_FLUSH_GLOBAL, _PERSISTENT */
             uint8_t level;              /* QRDMA_FLUSH_RANGE, _MR */
             uint8_t rsvd2[6];
         } flush;
         struct {
-            uint32_t ah;
-            uint32_t remote_qpn;
-            uint32_t remote_qkey;
-            uint32_t rsvd;
+            qrdma_le32 ah;
+            qrdma_le32 remote_qpn;
+            qrdma_le32 remote_qkey;
+            qrdma_le32 rsvd;
         } ud;
         struct {
-            uint64_t iova;
-            uint64_t length;
-            uint64_t pages_addr;        /* 64-bit page addresses */
-            uint32_t key;               /* the MR's new lkey/rkey */
-            uint32_t access;            /* QRDMA_ACCESS_* */
-            uint32_t npages;
+            qrdma_le64 iova;
+            qrdma_le64 length;
+            qrdma_le64 pages_addr;      /* 64-bit page addresses */
+            qrdma_le32 key;             /* the MR's new lkey/rkey */
+            qrdma_le32 access;          /* QRDMA_ACCESS_* */
+            qrdma_le32 npages;
             uint8_t page_shift;
             uint8_t rsvd[3];
         } reg_mr;
@@ -765,12 +810,12 @@ struct qrdma_sq_wqe {
              * unbinds a type 1 window.  key names the window by its bits
              * 31:8 and becomes its rkey.
              */
-            uint64_t addr;
-            uint64_t length;
-            uint32_t key;
-            uint32_t mr_lkey;
-            uint32_t access;            /* QRDMA_ACCESS_*: bits 0-3 */
-            uint32_t rsvd[3];
+            qrdma_le64 addr;
+            qrdma_le64 length;
+            qrdma_le32 key;
+            qrdma_le32 mr_lkey;
+            qrdma_le32 access;          /* QRDMA_ACCESS_*: bits 0-3 */
+            qrdma_le32 rsvd[3];
         } bind_mw;
         uint8_t raw[40];
     };
@@ -787,9 +832,9 @@ struct qrdma_sq_wqe {
 #define QRDMA_FLUSH_MR                  1
 
 struct qrdma_rq_wqe {
-    uint64_t wr_id;
-    uint32_t num_sge;
-    uint32_t rsvd;
+    qrdma_le64 wr_id;
+    qrdma_le32 num_sge;
+    qrdma_le32 rsvd;
     struct qrdma_sge sge[QRDMA_MAX_RECV_SGE];
 };
 
@@ -840,16 +885,19 @@ enum qrdma_wc_status {
  * last.  qpn says which QP (and is_recv which of its queues) completed.
  */
 struct qrdma_cqe {
-    uint64_t wr_id;
-    uint32_t byte_len;
-    uint32_t imm_data;                  /* immediate, or invalidated rkey */
-    uint32_t qpn;
-    uint32_t src_qp;                    /* UD: the sender's QPN */
+    qrdma_le64 wr_id;
+    qrdma_le32 byte_len;
+    union {
+        qrdma_be32 imm_data;            /* the immediate, as in the WQE */
+        qrdma_le32 invalidate_rkey;     /* QRDMA_CQE_F_WITH_INV */
+    };
+    qrdma_le32 qpn;
+    qrdma_le32 src_qp;                  /* UD: the sender's QPN */
     uint8_t opcode;                     /* enum qrdma_wc_opcode */
     uint8_t status;                     /* enum qrdma_wc_status */
     uint8_t flags;                      /* QRDMA_CQE_F_* */
     uint8_t is_recv;                    /* 1: from the receive side */
-    uint16_t pkey_index;
+    qrdma_le16 pkey_index;
     uint8_t sl;
     uint8_t network_hdr_type;           /* 0 none, 1 IPv4, 2 IPv6 (GRH) */
 };
@@ -882,10 +930,52 @@ struct qrdma_cqe {
 #define QRDMA_ETH_DESC_ERR              (1u << 1)
 
 struct qrdma_eth_desc {
-    uint64_t addr;
-    uint16_t len;
-    uint16_t flags;                     /* QRDMA_ETH_DESC_* */
-    uint32_t rsvd;
+    qrdma_le64 addr;
+    qrdma_le16 len;
+    qrdma_le16 flags;                   /* QRDMA_ETH_DESC_* */
+    qrdma_le32 rsvd;
 };
+
+/*
+ * The layouts above are the ones docs/specs/qrdma.rst gives: their sizes
+ * are checked here, once, wherever the header is compiled.  C11's
+ * _Static_assert works alike in QEMU, Linux and rdma-core.
+ */
+#define QRDMA_CHECK_SIZE(name, size) \
+    _Static_assert(sizeof(struct name) == (size), \
+                   "struct " #name " is not " #size " bytes")
+
+QRDMA_CHECK_SIZE(qrdma_cmd_hdr, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_query, 16);
+QRDMA_CHECK_SIZE(qrdma_cmd_gid, 32);
+QRDMA_CHECK_SIZE(qrdma_cmd_destroy, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_reg_mr, 40);
+QRDMA_CHECK_SIZE(qrdma_cmd_alloc_mr, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_alloc_mw, 8);
+QRDMA_CHECK_SIZE(qrdma_cmd_cq, 40);
+QRDMA_CHECK_SIZE(qrdma_cmd_create_qp, 64);
+QRDMA_CHECK_SIZE(qrdma_create_qp_resp, 24);
+QRDMA_CHECK_SIZE(qrdma_av, 32);
+QRDMA_CHECK_SIZE(qrdma_qp_attr, 72);
+QRDMA_CHECK_SIZE(qrdma_cmd_modify_qp, 80);
+QRDMA_CHECK_SIZE(qrdma_query_qp_resp, 104);
+QRDMA_CHECK_SIZE(qrdma_cmd_srq, 40);
+QRDMA_CHECK_SIZE(qrdma_srq_resp, 16);
+QRDMA_CHECK_SIZE(qrdma_cmd_create_ah, 40);
+QRDMA_CHECK_SIZE(qrdma_cmd_mcast, 24);
+QRDMA_CHECK_SIZE(qrdma_cmd, 128);
+QRDMA_CHECK_SIZE(qrdma_cmpl, 32);
+QRDMA_CHECK_SIZE(qrdma_device_attr, 152);
+QRDMA_CHECK_SIZE(qrdma_port_attr, 24);
+QRDMA_CHECK_SIZE(qrdma_gid_entry, 28);
+QRDMA_CHECK_SIZE(qrdma_stats, 96);
+QRDMA_CHECK_SIZE(qrdma_eqe, 16);
+QRDMA_CHECK_SIZE(qrdma_sge, 16);
+QRDMA_CHECK_SIZE(qrdma_sq_wqe, QRDMA_SQ_WQE_SIZE);
+QRDMA_CHECK_SIZE(qrdma_rq_wqe, QRDMA_RQ_WQE_SIZE);
+QRDMA_CHECK_SIZE(qrdma_cqe, QRDMA_CQE_SIZE);
+QRDMA_CHECK_SIZE(qrdma_eth_desc, 16);
+
+#undef QRDMA_CHECK_SIZE
 
 #endif /* QRDMA_HW_H */

@@ -1349,44 +1349,43 @@ typedef uint8_t QrdmaCmdFn(QrdmaCore *core, uint32_t uctx,
                            const struct qrdma_cmd *cmd,
                            struct qrdma_cmpl *cmpl);
 
+/* The names come from the header's QRDMA_CMD_LIST, with the opcodes. */
 typedef struct QrdmaCmdInfo {
-    const char *name;
     QrdmaCmdFn *fn;
     bool creates;                       /* makes a resource */
 } QrdmaCmdInfo;
 
 static const QrdmaCmdInfo qrdma_cmds[] = {
-    [QRDMA_CMD_QUERY_DEVICE] = { "QUERY_DEVICE", qrdma_cmd_query_device },
-    [QRDMA_CMD_QUERY_PORT] = { "QUERY_PORT", qrdma_cmd_query_port },
-    [QRDMA_CMD_QUERY_GID] = { "QUERY_GID", qrdma_cmd_query_gid },
-    [QRDMA_CMD_SET_GID] = { "SET_GID", qrdma_cmd_set_gid },
-    [QRDMA_CMD_DEL_GID] = { "DEL_GID", qrdma_cmd_del_gid },
-    [QRDMA_CMD_QUERY_STATS] = { "QUERY_STATS", qrdma_cmd_query_stats },
-    [QRDMA_CMD_CREATE_UCTX] = { "CREATE_UCTX", qrdma_cmd_create_uctx, true },
-    [QRDMA_CMD_DESTROY_UCTX] = { "DESTROY_UCTX", qrdma_cmd_destroy_uctx },
-    [QRDMA_CMD_ALLOC_PD] = { "ALLOC_PD", qrdma_cmd_alloc_pd, true },
-    [QRDMA_CMD_DEALLOC_PD] = { "DEALLOC_PD", qrdma_cmd_dealloc_pd },
-    [QRDMA_CMD_REG_MR] = { "REG_MR", qrdma_cmd_reg_mr, true },
-    [QRDMA_CMD_DEREG_MR] = { "DEREG_MR", qrdma_cmd_dereg_mr },
-    [QRDMA_CMD_ALLOC_MR] = { "ALLOC_MR", qrdma_cmd_alloc_mr, true },
-    [QRDMA_CMD_ALLOC_MW] = { "ALLOC_MW", qrdma_cmd_alloc_mw, true },
-    [QRDMA_CMD_DEALLOC_MW] = { "DEALLOC_MW", qrdma_cmd_dealloc_mw },
-    [QRDMA_CMD_CREATE_CQ] = { "CREATE_CQ", qrdma_cmd_create_cq, true },
-    [QRDMA_CMD_DESTROY_CQ] = { "DESTROY_CQ", qrdma_cmd_destroy_cq },
-    [QRDMA_CMD_RESIZE_CQ] = { "RESIZE_CQ", qrdma_cmd_resize_cq },
-    [QRDMA_CMD_CREATE_QP] = { "CREATE_QP", qrdma_cmd_create_qp, true },
-    [QRDMA_CMD_MODIFY_QP] = { "MODIFY_QP", qrdma_cmd_modify_qp },
-    [QRDMA_CMD_QUERY_QP] = { "QUERY_QP", qrdma_cmd_query_qp },
-    [QRDMA_CMD_DESTROY_QP] = { "DESTROY_QP", qrdma_cmd_destroy_qp },
-    [QRDMA_CMD_CREATE_SRQ] = { "CREATE_SRQ", qrdma_cmd_create_srq, true },
-    [QRDMA_CMD_MODIFY_SRQ] = { "MODIFY_SRQ", qrdma_cmd_modify_srq },
-    [QRDMA_CMD_QUERY_SRQ] = { "QUERY_SRQ", qrdma_cmd_query_srq },
-    [QRDMA_CMD_DESTROY_SRQ] = { "DESTROY_SRQ", qrdma_cmd_destroy_srq },
-    [QRDMA_CMD_CREATE_AH] = { "CREATE_AH", qrdma_cmd_create_ah, true },
-    [QRDMA_CMD_DESTROY_AH] = { "DESTROY_AH", qrdma_cmd_destroy_ah },
-    [QRDMA_CMD_ATTACH_MCAST] = { "ATTACH_MCAST", qrdma_cmd_attach_mcast,
-                                 true },
-    [QRDMA_CMD_DETACH_MCAST] = { "DETACH_MCAST", qrdma_cmd_detach_mcast },
+    [QRDMA_CMD_QUERY_DEVICE] = { qrdma_cmd_query_device },
+    [QRDMA_CMD_QUERY_PORT] = { qrdma_cmd_query_port },
+    [QRDMA_CMD_QUERY_GID] = { qrdma_cmd_query_gid },
+    [QRDMA_CMD_SET_GID] = { qrdma_cmd_set_gid },
+    [QRDMA_CMD_DEL_GID] = { qrdma_cmd_del_gid },
+    [QRDMA_CMD_QUERY_STATS] = { qrdma_cmd_query_stats },
+    [QRDMA_CMD_CREATE_UCTX] = { qrdma_cmd_create_uctx, true },
+    [QRDMA_CMD_DESTROY_UCTX] = { qrdma_cmd_destroy_uctx },
+    [QRDMA_CMD_ALLOC_PD] = { qrdma_cmd_alloc_pd, true },
+    [QRDMA_CMD_DEALLOC_PD] = { qrdma_cmd_dealloc_pd },
+    [QRDMA_CMD_REG_MR] = { qrdma_cmd_reg_mr, true },
+    [QRDMA_CMD_DEREG_MR] = { qrdma_cmd_dereg_mr },
+    [QRDMA_CMD_ALLOC_MR] = { qrdma_cmd_alloc_mr, true },
+    [QRDMA_CMD_ALLOC_MW] = { qrdma_cmd_alloc_mw, true },
+    [QRDMA_CMD_DEALLOC_MW] = { qrdma_cmd_dealloc_mw },
+    [QRDMA_CMD_CREATE_CQ] = { qrdma_cmd_create_cq, true },
+    [QRDMA_CMD_DESTROY_CQ] = { qrdma_cmd_destroy_cq },
+    [QRDMA_CMD_RESIZE_CQ] = { qrdma_cmd_resize_cq },
+    [QRDMA_CMD_CREATE_QP] = { qrdma_cmd_create_qp, true },
+    [QRDMA_CMD_MODIFY_QP] = { qrdma_cmd_modify_qp },
+    [QRDMA_CMD_QUERY_QP] = { qrdma_cmd_query_qp },
+    [QRDMA_CMD_DESTROY_QP] = { qrdma_cmd_destroy_qp },
+    [QRDMA_CMD_CREATE_SRQ] = { qrdma_cmd_create_srq, true },
+    [QRDMA_CMD_MODIFY_SRQ] = { qrdma_cmd_modify_srq },
+    [QRDMA_CMD_QUERY_SRQ] = { qrdma_cmd_query_srq },
+    [QRDMA_CMD_DESTROY_SRQ] = { qrdma_cmd_destroy_srq },
+    [QRDMA_CMD_CREATE_AH] = { qrdma_cmd_create_ah, true },
+    [QRDMA_CMD_DESTROY_AH] = { qrdma_cmd_destroy_ah },
+    [QRDMA_CMD_ATTACH_MCAST] = { qrdma_cmd_attach_mcast, true },
+    [QRDMA_CMD_DETACH_MCAST] = { qrdma_cmd_detach_mcast },
 };
 
 uint32_t qrdma_resources_in_use(QrdmaCore *core)
@@ -1437,7 +1436,7 @@ static uint8_t qrdma_cmd_exec(QrdmaCore *core, const struct qrdma_cmd *cmd,
         qrdma_cmds[cmd->hdr.opcode].fn) {
         info = &qrdma_cmds[cmd->hdr.opcode];
     }
-    core->cmdq.cur_name = info ? info->name : "UNKNOWN";
+    core->cmdq.cur_name = qrdma_cmd_name(cmd->hdr.opcode);
     trace_qrdma_cmd(core->cmdq.cur_name, le16_to_cpu(cmd->hdr.cmd_id), uctx);
 
     if (!info) {

@@ -26,7 +26,6 @@
 #include "qrdma_cmd.h"
 #include "trace.h"
 
-QEMU_BUILD_BUG_ON(sizeof(struct qrdma_eth_desc) != 16);
 QEMU_BUILD_BUG_ON(QRDMA_ETH_RING_ALIGN % sizeof(struct qrdma_eth_desc));
 
 /* Where the device writes back the len and flags of a descriptor. */

@@ -26,6 +26,7 @@
  */
 #define pr_fmt(fmt) "qrdma-dma: " fmt
 
+#include <linux/bits.h>
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
@@ -47,7 +48,7 @@ MODULE_PARM_DESC(gid_index, "the port's RoCE v2 GID to connect the QPs over");
 #define DT_PORT 1
 #define DT_LEN 64
 /* 256 GiB: no RAM of the guest, inside a 39-bit IOVA space, never mapped. */
-#define DT_NEVER_MAPPED (1ULL << 38)
+#define DT_NEVER_MAPPED BIT_ULL(38)
 #define DT_PATTERN 0xa5
 
 static int tap_n, tap_failed;
@@ -185,7 +186,7 @@ static int dt_wait(struct dt_ctx *dt)
 	for (i = 0; i < 500; i++) {
 		if (ib_poll_cq(dt->cq, 1, &wc) == 1)
 			return wc.status;
-		msleep(10);
+		usleep_range(10000, 20000);
 	}
 	return -1;
 }

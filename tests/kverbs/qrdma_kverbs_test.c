@@ -384,7 +384,7 @@ static bool kv_wait_ok(struct kv_ctx *kv, int want)
 	int i;
 
 	for (i = 0; i < 1000 && atomic_read(&kv->done_ok) < want; i++)
-		msleep(10);
+		usleep_range(10000, 20000);
 	return atomic_read(&kv->done_ok) == want;
 }
 
@@ -593,7 +593,7 @@ static int kv_poll_one(struct ib_cq *cq, struct ib_wc *wc)
 	for (i = 0; i < 1000 && !n; i++) {
 		n = ib_poll_cq(cq, 1, wc);
 		if (!n)
-			msleep(10);
+			usleep_range(10000, 20000);
 	}
 	return n;
 }
