@@ -300,7 +300,9 @@ server_client() {
         return 1
     fi
     timeout "$tmo" "$@" >"$out.client" 2>&1 || rc=$?
-    # A server whose client failed may wait forever: not past the timeout.
+    # A server whose client failed may wait forever for it: stopped at
+    # once, its output so far kept.
+    [ "$rc" -eq 0 ] || kill "$spid" 2>/dev/null
     wait "$spid" || src=$?
     echo "--- server: ${server[*]} (exit $src)"
     cat "$out.server"
