@@ -51,7 +51,9 @@ qrdma_todo() {
     QRDMA_TODO[$1]=$2
 }
 
-diag() { sed 's/^/# /' "$@"; }
+# diag FILE: FILE as TAP comments, ending in a newline even where FILE
+# does not (or the next TAP line would land inside the last comment).
+diag() { awk '{print "# " $0}' "$@"; }
 
 # The descriptions of the tests this file defines.
 qrdma_describe() {
