@@ -1,8 +1,9 @@
 #!/bin/bash
-# perftest on qrdma and on rxe in one guest, for scripts/bench (make bench).
+# perftest, fio over NVMe-oF and ucx_perftest on qrdma and on rxe in one
+# guest, for scripts/bench (make bench).
 # Run inside the guest as root by
 #   scripts/build-driver && scripts/build-provider && scripts/install-guest
-#   scripts/run-vm --smp 2 --script tests/vm/bench-perftest.sh --timeout 900 -- \
+#   scripts/run-vm --smp 2 --script tests/vm/bench-perftest.sh --timeout 1200 -- \
 #       -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 -device qrdma,bus=rp0
 #
 # Both devices side by side: qrdma (the provider installed, qrdma.ko
@@ -10,13 +11,20 @@
 # virtio-net eth0.  Every perftest runs server and client in this guest
 # (the server in the background, the client to 127.0.0.1), connected over
 # RoCE v2 (-x GID index), with fixed iteration counts; bandwidth in
-# perftest's default unit (MiB/s; no --report_gbits).
+# perftest's default unit (MiB/s; no --report_gbits).  Then fio over
+# NVMe over RDMA (nvmet-rdma serving a null_blk per device, nvme-rdma
+# connected to each over its address): 4 KiB random reads at queue depth
+# 32 (IOPS) and 128 KiB sequential reads (MiB/s), $FIO_RUNTIME s each.
+# Then ucx_perftest, UCP over rc_verbs on the device (wired up over TCP
+# on lo): tag_bw at 1 MiB (MB/s) and tag_lat at 8 B (usec, the median).
+# BENCH_PARTS (default "perftest fio ucx") picks the parts.
 #
 # Output: one line per measurement, for scripts/bench to pick out of the
 # console,
 #   BENCH|TEST|SIZE|UNIT|QRDMA|RXE|RATIO
 # the bandwidth tests give BW average (UNIT MiB/sec or MB/sec, as perftest
-# names it), the latency tests t_typical (usec); QRDMA and RXE are numbers
+# names it), the latency tests t_typical (usec), fio IOPS or MiB/s,
+# ucx_perftest MB/s or usec; QRDMA and RXE are numbers
 # or "fail" (the median of $TRIES runs each, of those that succeeded);
 # RATIO is qrdma/rxe, or "-".  Command output goes to
 # $QRDMA_OUT/bench-perftest/.  Exits nonzero if any run failed, but always
@@ -38,15 +46,28 @@ TRIES=${TRIES:-3}
 # A fresh TCP port for each run: no server ever meets its predecessor's.
 PORT=18513
 FAILED=0
+BENCH_PARTS=${BENCH_PARTS:-perftest fio ucx}
+FIO_RUNTIME=${FIO_RUNTIME:-5}
 
 # (test size metric iterations), in table order.
-RUNS=(
+RUNS=()
+[[ " $BENCH_PARTS " != *" perftest "* ]] || RUNS+=(
     "ib_write_bw 65536 bw $BW_ITERS"
     "ib_write_bw 4096 bw $BW_ITERS"
     "ib_send_bw 65536 bw $BW_ITERS"
     "ib_send_bw 4096 bw $BW_ITERS"
     "ib_send_lat 8 lat $LAT_ITERS"
     "ib_write_lat 8 lat $LAT_ITERS"
+)
+# fio: the size is the block size, the last word the queue depth.
+[[ " $BENCH_PARTS " != *" fio "* ]] || RUNS+=(
+    "fio-randread 4096 iops 32"
+    "fio-read 131072 bw 8"
+)
+# ucx_perftest: the last word is the iterations.
+[[ " $BENCH_PARTS " != *" ucx "* ]] || RUNS+=(
+    "ucx-tag_bw 1048576 bw 200"
+    "ucx-tag_lat 8 lat 2000"
 )
 
 info() { echo "INFO: $*"; }
@@ -88,11 +109,16 @@ result() {
         END { if (v == "") exit 1; print v, u }' "$1"
 }
 
-# measure PORT TRY DEV GID_INDEX TEST SIZE METRIC ITERS: one perftest run
-# on DEV over TCP port PORT; prints "VALUE UNIT", or nothing if it failed.
+# measure PORT TRY DEV GID_INDEX TEST SIZE METRIC ITERS: one run of TEST
+# on DEV (perftest over TCP port PORT, fio, ucx_perftest); prints "VALUE
+# UNIT", or nothing if it failed.
 measure() {
     local port=$1 try=$2 dev=$3 gid=$4 test=$5 size=$6 metric=$7 iters=$8
     local out args
+    case $test in
+        fio-*) fio_measure "$@"; return ;;
+        ucx-*) ucx_measure "$@"; return ;;
+    esac
     out=$LOGDIR/$test-$size-$dev.$try
     args=(-d "$dev" -x "$gid" -F -s "$size" -n "$iters" -p "$port")
     # No --report_gbits: bandwidth in perftest's default MiB/s.
@@ -106,6 +132,100 @@ measure() {
         echo "$test -s $size on $dev: no result row; see $out.log" >&2
         return 1
     }
+}
+
+# --- fio over NVMe-oF --------------------------------------------------------------
+
+NVMET=/sys/kernel/config/nvmet
+declare -A FIO_NS=()
+
+# The namespace head nodes (not the hidden per-path nvmeXcYnZ).
+nvme_heads() {
+    local n
+    for n in /sys/block/nvme*n1; do
+        [ -e "$n" ] && [[ ! ${n##*/} =~ c[0-9]+n1$ ]] && echo "${n##*/}"
+    done
+}
+
+# A null_blk and a subsystem per device (the same subsystem on both
+# would make one multipath namespace of the two), each behind a port on
+# the device's address, and nvme-rdma connected to both.  Sets FIO_NS.
+fio_setup() {
+    local i=0 dev addr ns
+    modprobe null_blk nr_devices=2 memory_backed=1 gb=1 &&
+        modprobe -a nvmet-rdma nvme-rdma || return 1
+    for dev in "$QRDMA_DEV" "$RXE_DEV"; do
+        case $dev in
+            "$QRDMA_DEV") addr=$QRDMA_IP ;;
+            *) addr=$(ip -4 -o addr show "$RXE_NETDEV" | awk '{sub(/\/.*/, "", $4); print $4; exit}') ;;
+        esac
+        mkdir -p "$NVMET/subsystems/bench-$dev/namespaces/1" "$NVMET/ports/$((i + 1))" &&
+            echo 1 >"$NVMET/subsystems/bench-$dev/attr_allow_any_host" &&
+            echo -n "/dev/nullb$i" >"$NVMET/subsystems/bench-$dev/namespaces/1/device_path" &&
+            echo 1 >"$NVMET/subsystems/bench-$dev/namespaces/1/enable" &&
+            echo rdma >"$NVMET/ports/$((i + 1))/addr_trtype" &&
+            echo ipv4 >"$NVMET/ports/$((i + 1))/addr_adrfam" &&
+            echo "$addr" >"$NVMET/ports/$((i + 1))/addr_traddr" &&
+            echo 4420 >"$NVMET/ports/$((i + 1))/addr_trsvcid" &&
+            ln -s "$NVMET/subsystems/bench-$dev" "$NVMET/ports/$((i + 1))/subsystems/bench-$dev" &&
+            nvme connect -t rdma -a "$addr" -s 4420 -n "bench-$dev" -i 2 || return 1
+        # Connected one after the other: the new head node is DEV's.
+        ns=
+        for _ in $(seq 100); do
+            ns=$(comm -13 <(printf '%s\n' "${FIO_NS[@]##*/}" | sort) <(nvme_heads | sort) | head -n 1)
+            [ -n "$ns" ] && ns=/dev/$ns && [ -b "$ns" ] && break
+            ns=
+            sleep 0.1
+        done
+        [ -n "$ns" ] && [ -b "$ns" ] || { nvme list-subsys; echo "no namespace for bench-$dev"; return 1; }
+        FIO_NS[$dev]=$ns
+        echo "INFO: fio on $dev: bench-$dev over $addr, $ns"
+        i=$((i + 1))
+    done
+}
+
+# fio_measure PORT TRY DEV GID TEST BS METRIC QD: one fio run of
+# $FIO_RUNTIME s on DEV's namespace: IOPS (iops) or MiB/s (bw) of reads.
+fio_measure() {
+    local try=$2 dev=$3 test=$5 bs=$6 metric=$7 qd=$8 out rw
+    out=$LOGDIR/$test-$bs-$dev.$try
+    rw=${test#fio-}
+    [ -n "${FIO_NS[$dev]:-}" ] || { echo "no namespace on $dev" >&2; return 1; }
+    fio --name="$test" --filename="${FIO_NS[$dev]}" --direct=1 --ioengine=libaio \
+        --rw="$rw" --bs="$bs" --iodepth="$qd" --size=512m --time_based \
+        --runtime="$FIO_RUNTIME" --ramp_time=1 --output-format=json \
+        --output="$out.json" >"$out.log" 2>&1 || {
+        echo "fio $test on $dev failed; see $out.log" >&2
+        return 1
+    }
+    python3 - "$out.json" "$metric" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+print("%.0f IOPS" % r["iops"] if sys.argv[2] == "iops" else "%.1f MiB/s" % (r["bw"] / 1024))
+PY
+}
+
+# --- ucx_perftest -------------------------------------------------------------------
+
+# ucx_measure PORT TRY DEV GID TEST SIZE METRIC ITERS: one ucx_perftest
+# (UCP over rc_verbs on DEV) over TCP port PORT: overall MB/s (bw) or the
+# median latency in usec (lat).
+ucx_measure() {
+    local port=$1 try=$2 dev=$3 test=$5 size=$6 metric=$7 iters=$8 out field
+    out=$LOGDIR/$test-$size-$dev.$try
+    field=3
+    [ "$metric" = bw ] && field=7
+    # -P 0: not an MPI run (it would take the closed stdin for one).
+    if ! UCX_TLS=rc_verbs,tcp UCX_NET_DEVICES=$dev:1,lo \
+         server_client "$out" "$port" "$RUN_TIMEOUT" \
+            ucx_perftest -P 0 -p "$port" -- \
+            ucx_perftest -P 0 -p "$port" 127.0.0.1 -t "${test#ucx-}" \
+                -s "$size" -n "$iters" >"$out.log" 2>&1; then
+        echo "ucx_perftest ${test#ucx-} -s $size on $dev failed; see $out.log" >&2
+        return 1
+    fi
+    awk -v f="$field" -v u="$([ "$metric" = bw ] && echo MB/s || echo usec)" \
+        '$1 == "Final:" {v = $f} END {if (v == "") exit 1; print v, u}' "$out.client"
 }
 
 # median VALUE...: the median, "fail" if there is no value.
@@ -140,6 +260,11 @@ main() {
         cat "$LOGDIR/setup-rxe.log"
     fi
     grep '^INFO: ' "$LOGDIR/setup-rxe.log"
+    if [[ " $BENCH_PARTS " == *" fio "* ]] && ! fio_setup >"$LOGDIR/setup-fio.log" 2>&1; then
+        echo "NVMe-oF setup for fio failed:"
+        cat "$LOGDIR/setup-fio.log"
+    fi
+    grep '^INFO: ' "$LOGDIR/setup-fio.log" 2>/dev/null
 
     for run in "${RUNS[@]}"; do
         read -r test size metric iters <<<"$run"

@@ -20,7 +20,10 @@
 # fails and the log is shown as TAP comments; lines starting with "INFO: "
 # are shown either way.  describe NAME (from the test) gives the text.
 # tap_include runs a program that prints TAP of its own, numbered on from
-# the script's tests.  Every test ends with the checks of this file:
+# the script's tests.  Tests named CLIENT_qrdma and CLIENT_rxe are one
+# client on each device: their outcome, and the figures they give with
+# result, land side by side in a results file (results_table).  Every
+# test ends with the checks of this file:
 # qrdma_unload (rmmod qrdma leaves no device or netdev behind) and
 # dmesg_clean (no WARN, BUG, oops, lockdep report or qrdma error).
 #
@@ -48,7 +51,9 @@ qrdma_todo() {
     QRDMA_TODO[$1]=$2
 }
 
-diag() { sed 's/^/# /' "$@"; }
+# diag FILE: FILE as TAP comments, ending in a newline even where FILE
+# does not (or the next TAP line would land inside the last comment).
+diag() { awk '{print "# " $0}' "$@"; }
 
 # The descriptions of the tests this file defines.
 qrdma_describe() {
@@ -61,22 +66,78 @@ qrdma_describe() {
 }
 
 run_test() {
-    local name=$1 desc rc=0 todo=''
+    local name=$1 desc rc=0 todo=${QRDMA_TODO[$1]:-} outcome
     desc=$(qrdma_describe "$name")
     [ -n "$desc" ] || desc=$(describe "$name")
-    [ -z "${QRDMA_TODO[$name]:-}" ] || todo=" # TODO ${QRDMA_TODO[$name]}"
     N=$((N + 1))
+    RESULT_TEST=$name
+    # The outcome's row first, above the test's figures; filled in below.
+    [[ $name != *_qrdma && $name != *_rxe ]] ||
+        printf '%s\t%s\t%s\n' "${name%_*}" "${name##*_}" "did not end" >>"$LOGDIR/results.tsv"
     "t_$name" >"$LOGDIR/$name.log" 2>&1 </dev/null || rc=$?
     if [ "$rc" -eq 0 ]; then
-        echo "ok $N - $desc$todo"
+        echo "ok $N - $desc${todo:+ # TODO $todo}"
+        outcome=passed
+        [ -z "$todo" ] || outcome="passed (a known failure?)"
     elif [ "$rc" -eq 77 ]; then
         echo "ok $N - $desc # SKIP $(tail -n 1 "$LOGDIR/$name.log")"
-    else
-        echo "not ok $N - $desc$todo"
+        outcome="skipped (below)"
+        printf '%s: %s\n' "${name%_*}" "$(tail -n 1 "$LOGDIR/$name.log")" >>"$LOGDIR/results-skipped"
+    elif [ -n "$todo" ]; then
+        echo "not ok $N - $desc # TODO $todo"
         diag "$LOGDIR/$name.log"
-        [ -n "$todo" ] || FAILED=$((FAILED + 1))
+        outcome="FAILED, known (below)"
+        printf '%s: %s\n' "${name%_*}" "$todo" >>"$LOGDIR/results-known"
+    else
+        echo "not ok $N - $desc"
+        diag "$LOGDIR/$name.log"
+        FAILED=$((FAILED + 1))
+        outcome=FAILED
     fi
+    [[ $name != *_qrdma && $name != *_rxe ]] ||
+        printf '%s\t%s\t%s\n' "${name%_*}" "${name##*_}" "$outcome" >>"$LOGDIR/results.tsv"
     grep '^INFO: ' "$LOGDIR/$name.log" | sed 's/^INFO: /# /' || true
+}
+
+# result ROW VALUE: a figure of the running test (CLIENT_qrdma or
+# CLIENT_rxe) for the results file, in row "CLIENT ROW".
+result() {
+    printf '%s\t%s\t%s\n' "${RESULT_TEST%_*} $1" "${RESULT_TEST##*_}" "$2" \
+        >>"$LOGDIR/results.tsv"
+}
+
+# results_table FILE TITLE: the outcomes and figures of the tests so far,
+# a row per client and figure, qrdma's beside rxe's; also shown as TAP
+# comments.
+results_table() {
+    {
+        echo "$2"
+        awk -F'\t' '
+            !($1 in seen) { seen[$1] = 1; order[++n] = $1 }
+            { v[$1, $2] = $3 }
+            END {
+                w1 = 6; w2 = 6
+                for (i = 1; i <= n; i++) {
+                    if (length(order[i]) > w1) w1 = length(order[i])
+                    if (length(v[order[i], "qrdma"]) > w2) w2 = length(v[order[i], "qrdma"])
+                }
+                printf "%-*s  %-*s  %s\n", w1, "", w2, "qrdma0", "rxe0"
+                for (i = 1; i <= n; i++)
+                    printf "%-*s  %-*s  %s\n", w1, order[i],
+                        w2, v[order[i], "qrdma"], v[order[i], "rxe"]
+            }' "$LOGDIR/results.tsv" 2>/dev/null
+        if [ -s "$LOGDIR/results-known" ]; then
+            echo
+            echo "known failures:"
+            sort -u "$LOGDIR/results-known" | sed 's/^/  /'
+        fi
+        if [ -s "$LOGDIR/results-skipped" ]; then
+            echo
+            echo "skipped:"
+            sort -u "$LOGDIR/results-skipped" | sed 's/^/  /'
+        fi
+    } >"$1"
+    sed 's/^/# /' "$1"
 }
 
 # tap_include WHAT CMD...: run a program (WHAT names it) that prints TAP; its test lines are
@@ -241,7 +302,9 @@ server_client() {
         return 1
     fi
     timeout "$tmo" "$@" >"$out.client" 2>&1 || rc=$?
-    # A server whose client failed may wait forever: not past the timeout.
+    # A server whose client failed may wait forever for it: stopped at
+    # once, its output so far kept.
+    [ "$rc" -eq 0 ] || kill "$spid" 2>/dev/null
     wait "$spid" || src=$?
     echo "--- server: ${server[*]} (exit $src)"
     cat "$out.server"
@@ -334,6 +397,7 @@ qrdma_setup() {
 RXE_DEV=${RXE_DEV:-rxe0}
 RXE_NETDEV=${RXE_NETDEV:-eth0}
 RXE_GID_INDEX=
+RXE_IP=
 rxe_setup() {
     # modules.dep omits rdma_rxe's need of crc32_generic.
     modprobe crc32_generic && modprobe rdma_rxe || return 1
@@ -344,7 +408,8 @@ rxe_setup() {
         return 1
     }
     RXE_GID_INDEX=$(roce_v2_gid_index "$RXE_DEV") || return 1
-    echo "INFO: $RXE_DEV on $RXE_NETDEV, RoCE v2 GID index $RXE_GID_INDEX"
+    RXE_IP=$(ip -4 -o addr show "$RXE_NETDEV" | awk '{sub(/\/.*/, "", $4); print $4; exit}')
+    echo "INFO: $RXE_DEV on $RXE_NETDEV, ${RXE_IP:-no IPv4 address}, RoCE v2 GID index $RXE_GID_INDEX"
 }
 
 # run_tests: every test of $TESTS in order, then the plan.
