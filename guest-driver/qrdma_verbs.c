@@ -1603,7 +1603,8 @@ static int qrdma_ah_attr_to_av(struct qrdma_dev *dev,
 	}
 	grh = rdma_ah_read_grh(ah_attr);
 	memcpy(av->dgid, grh->dgid.raw, sizeof(av->dgid));
-	av->flow_label = grh->flow_label;
+	/* 20 bits on the wire; UCX, for one, sets all 32. */
+	av->flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
 	av->sgid_index = grh->sgid_index;
 	av->hop_limit = grh->hop_limit;
 	av->traffic_class = grh->traffic_class;

@@ -26,18 +26,10 @@ RUN_TIMEOUT=120
 PORT=13400
 
 # Known failures, each with its reason (docs/devel/qrdma-testing.rst, "The RDMA
-# clients").  qrdma: UCX puts 0xffffffff in the flow label of every
-# address vector, the driver passes it on unmasked and the device refuses
-# a label over 20 bits, so no UCX endpoint on qrdma gets an address
-# handle or an RTR QP (rxe takes the label as it comes).  With the label
-# masked to 20 bits in the driver, rc_verbs and MPI pass on qrdma, and
-# ud_verbs fails as it does on rxe.
-QRDMA_FLOW_LABEL="qrdma refuses flow labels over 20 bits, UCX gives 0xffffffff: ibv_create_ah and RTR ibv_modify_qp fail with EINVAL"
+# clients"); they fail on rxe as on qrdma.
 UCX_UD_TIMEOUTS="UCX 1.18's ud_verbs endpoints time out"
 QPERF_UD="qperf 0.4.11 makes UD address handles without a GRH, which RoCE needs"
-qrdma_todo ucx_rc_qrdma "$QRDMA_FLOW_LABEL"
-qrdma_todo ucx_ud_qrdma "$QRDMA_FLOW_LABEL; then, as on rxe, $UCX_UD_TIMEOUTS"
-qrdma_todo mpi_qrdma "$QRDMA_FLOW_LABEL"
+qrdma_todo ucx_ud_qrdma "$UCX_UD_TIMEOUTS, as on rxe"
 qrdma_todo ucx_ud_rxe "$UCX_UD_TIMEOUTS on rxe"
 qrdma_todo qperf_ud_qrdma "$QPERF_UD"
 qrdma_todo qperf_ud_rxe "$QPERF_UD"
