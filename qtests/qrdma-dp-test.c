@@ -2003,6 +2003,24 @@ static void second_device(QQrdma *q, QQrdma *q2, QGuestAllocator *alloc,
     e1->peer_ip = 16;
 }
 
+/*
+ * RC QP a on device e1 and b on e2, connected to each other: a in RTS, b
+ * in RTR, and in RTS too if b_rts.
+ */
+static void connect_rc(Env *e1, Qp *a, Env *e2, Qp *b, bool b_rts)
+{
+    g_assert_cmpuint(create_qp(e1, a, QRDMA_QPT_RC, 0, &e1->cq, &e1->cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(e2, b, QRDMA_QPT_RC, 0, &e2->cq, &e2->cq), ==,
+                     0);
+    to_rtr(e1, a, b->qpn);
+    to_rtr(e2, b, a->qpn);
+    to_rts(e1, a, 0);
+    if (b_rts) {
+        to_rts(e2, b, 0);
+    }
+}
+
 /* Two qrdma devices of one QEMU: routed by destination GID and QPN. */
 static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -2012,14 +2030,7 @@ static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
     Qp a, b;
 
     second_device(obj, &q2, alloc, &e1, &e2);
-    g_assert_cmpuint(create_qp(&e1, &a, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e2, &b, QRDMA_QPT_RC, 0, &e2.cq, &e2.cq), ==,
-                     0);
-    to_rtr(&e1, &a, b.qpn);
-    to_rtr(&e2, &b, a.qpn);
-    to_rts(&e1, &a, 0);
-    to_rts(&e2, &b, 0);
+    connect_rc(&e1, &a, &e2, &b, true);
 
     write_data(&e1, 0, "from device one");
     post_recv(&e2, &b, 0xb1, e2.data, 64, e2.lkey);
@@ -2085,14 +2096,8 @@ static void test_peer_reset_by_msi(void *obj, void *data,
     unsigned v, k;
 
     second_device(obj, &q2, alloc, &e1, &e2);
-    g_assert_cmpuint(create_qp(&e1, &a, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e2, &b, QRDMA_QPT_RC, 0, &e2.cq, &e2.cq), ==,
-                     0);
-    to_rtr(&e1, &a, b.qpn);
-    to_rtr(&e2, &b, a.qpn);
-    to_rts(&e1, &a, 0);
     /* B stays in RTR: the first message raises COMM_EST. */
+    connect_rc(&e1, &a, &e2, &b, false);
     for (k = 0; k < 4; k++) {
         post_recv(&e2, &b, 0xb0 + k, e2.data, 64, e2.lkey);
     }
@@ -2555,16 +2560,9 @@ static void test_fabric_link(void *obj, void *data, QGuestAllocator *alloc)
     e1.peer_ip = 17;
     e0.timeout = 8;
     e0.retry_cnt = 1;
+    connect_rc(&e2, &c, &e1, &b, true);
     g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_RC, 0, &e0.cq, &e0.cq), ==,
                      0);
-    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e2, &c, QRDMA_QPT_RC, 0, &e2.cq, &e2.cq), ==,
-                     0);
-    to_rtr(&e2, &c, b.qpn);
-    to_rtr(&e1, &b, c.qpn);
-    to_rts(&e2, &c, 0);
-    to_rts(&e1, &b, 0);
     to_rtr(&e0, &a, b.qpn);
     to_rts(&e0, &a, 0);
 
