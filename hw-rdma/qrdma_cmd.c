@@ -35,62 +35,6 @@ int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t)
 }
 
 /*
- * Read a page list of n entries from addr: every entry must be a guest RAM
- * page of 2^page_shift bytes, aligned, and writable where the device will
- * always write (rings).  An MR's pages need only be readable here: behind
- * an IOMMU a ULP may map a buffer the device only reads (DMA_TO_DEVICE)
- * and register it with write access all the same, and every write checks
- * its page when it happens (qrdma_dma_map).  The list is kept in device
- * memory, so later accesses never read it from the guest again.
- */
-uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
-                         uint32_t max, unsigned page_shift, bool writable,
-                         QrdmaPages *out)
-{
-    uint64_t page_size = 1ull << page_shift;
-    uint64_t *list;
-    uint32_t i;
-
-    if (n == 0 || n > max) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "page list of %" PRIu32 " entries, limit %"
-                              PRIu32, n, max);
-    }
-    if (!QEMU_IS_ALIGNED(addr, sizeof(uint64_t))) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "page list at 0x%" PRIx64 " is misaligned",
-                              addr);
-    }
-    list = g_try_new(uint64_t, n);
-    if (!list) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NO_RESOURCES,
-                              "no memory for a page list of %" PRIu32, n);
-    }
-    if (!qrdma_dma_read(core, addr, list, (uint64_t)n * sizeof(uint64_t))) {
-        g_free(list);
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_ADDR,
-                              "page list at 0x%" PRIx64 " is not in RAM",
-                              addr);
-    }
-    for (i = 0; i < n; i++) {
-        list[i] = le64_to_cpu(list[i]);
-        if (!QEMU_IS_ALIGNED(list[i], page_size) ||
-            !qrdma_dma_ok(core, list[i], page_size, writable)) {
-            uint64_t bad = list[i];
-
-            g_free(list);
-            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_ADDR,
-                                  "page %" PRIu32 " at 0x%" PRIx64
-                                  " is not an aligned page of %sguest RAM",
-                                  i, bad, writable ? "writable " : "");
-        }
-    }
-    out->addr = list;
-    out->n = n;
-    return QRDMA_STATUS_OK;
-}
-
-/*
  * S2 for one work queue: max_wr requests of max_sge SGEs fit the device
  * limits, and the ring the driver made (2^log2 entries of wqe_size bytes
  * on npages pages) holds them.
@@ -625,7 +569,8 @@ static uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
         if (st) {
             return st;
         }
-        st = qrdma_pages_read(core, le64_to_cpu(r->pages_addr), npages,
+        st = qrdma_pages_read(core, core->cmdq.cur_name,
+                              le64_to_cpu(r->pages_addr), npages,
                               core->limits.max_mr_pages, shift, false,
                               &pages);
         if (st) {
@@ -835,7 +780,8 @@ static uint8_t qrdma_cq_ring(QrdmaCore *core, const struct qrdma_cmd_cq *c,
                               "CQ ring of 2^%" PRIu32 " entries on %" PRIu32
                               " pages", *log2, npages);
     }
-    return qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages, npages,
+    return qrdma_pages_read(core, core->cmdq.cur_name,
+                            le64_to_cpu(c->pages_addr), npages, npages,
                             QRDMA_PAGE_SHIFT, true, ring);
 }
 
@@ -993,7 +939,8 @@ static uint8_t qrdma_cmd_create_srq(QrdmaCore *core, uint32_t uctx,
     if (st) {
         return st;
     }
-    st = qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages, npages,
+    st = qrdma_pages_read(core, core->cmdq.cur_name,
+                          le64_to_cpu(c->pages_addr), npages, npages,
                           QRDMA_PAGE_SHIFT, true, &ring);
     if (st) {
         return st;
@@ -1105,7 +1052,8 @@ static uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
                               limit, max_wr);
     }
     if (mask & QRDMA_SRQ_ATTR_MAX_WR) {
-        st = qrdma_pages_read(core, le64_to_cpu(c->pages_addr), npages,
+        st = qrdma_pages_read(core, core->cmdq.cur_name,
+                              le64_to_cpu(c->pages_addr), npages,
                               npages, QRDMA_PAGE_SHIFT, true, &ring);
         if (st) {
             return st;

@@ -13,9 +13,6 @@
 
 int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t);
 
-uint8_t qrdma_pages_read(QrdmaCore *core, uint64_t addr, uint32_t n,
-                         uint32_t max, unsigned page_shift, bool writable,
-                         QrdmaPages *out);
 uint8_t qrdma_check_wq(QrdmaCore *core, const char *what, uint32_t max_wr,
                        uint32_t limit_wr, uint32_t max_sge,
                        uint32_t limit_sge, uint32_t log2, uint32_t npages,

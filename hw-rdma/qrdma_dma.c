@@ -119,3 +119,78 @@ uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size)
 {
     return DIV_ROUND_UP((uint64_t)entry_size << log2, QRDMA_PAGE_SIZE);
 }
+
+/* A page list refused: the guest's error, in the command or WR `what`. */
+static uint8_t G_GNUC_PRINTF(4, 5) qrdma_pages_fail(QrdmaCore *core,
+                                                    const char *what,
+                                                    uint8_t status,
+                                                    const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    trace_qrdma_err_pages(what, status, msg);
+    qrdma_guest_error(core, "%s: %s (status %u)", what, msg, status);
+    return status;
+}
+
+/*
+ * Read a page list of n entries from addr: every entry must be a guest RAM
+ * page of 2^page_shift bytes, aligned, and writable where the device will
+ * always write (rings).  An MR's pages need only be readable here: behind
+ * an IOMMU a ULP may map a buffer the device only reads (DMA_TO_DEVICE)
+ * and register it with write access all the same, and every write checks
+ * its page when it happens (qrdma_dma_map).  The list is kept in device
+ * memory, so later accesses never read it from the guest again.  A
+ * failure is reported as the guest's error in `what`, the command or work
+ * request that named the list.
+ */
+uint8_t qrdma_pages_read(QrdmaCore *core, const char *what, uint64_t addr,
+                         uint32_t n, uint32_t max, unsigned page_shift,
+                         bool writable, QrdmaPages *out)
+{
+    uint64_t page_size = 1ull << page_shift;
+    uint64_t *list;
+    uint32_t i;
+
+    if (n == 0 || n > max) {
+        return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_PARAM,
+                                "page list of %" PRIu32 " entries, limit %"
+                                PRIu32, n, max);
+    }
+    if (!QEMU_IS_ALIGNED(addr, sizeof(uint64_t))) {
+        return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_PARAM,
+                                "page list at 0x%" PRIx64 " is misaligned",
+                                addr);
+    }
+    list = g_try_new(uint64_t, n);
+    if (!list) {
+        return qrdma_pages_fail(core, what, QRDMA_STATUS_NO_RESOURCES,
+                                "no memory for a page list of %" PRIu32, n);
+    }
+    if (!qrdma_dma_read(core, addr, list, (uint64_t)n * sizeof(uint64_t))) {
+        g_free(list);
+        return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_ADDR,
+                                "page list at 0x%" PRIx64 " is not in RAM",
+                                addr);
+    }
+    for (i = 0; i < n; i++) {
+        list[i] = le64_to_cpu(list[i]);
+        if (!QEMU_IS_ALIGNED(list[i], page_size) ||
+            !qrdma_dma_ok(core, list[i], page_size, writable)) {
+            uint64_t bad = list[i];
+
+            g_free(list);
+            return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_ADDR,
+                                    "page %" PRIu32 " at 0x%" PRIx64
+                                    " is not an aligned page of %sguest RAM",
+                                    i, bad, writable ? "writable " : "");
+        }
+    }
+    out->addr = list;
+    out->n = n;
+    return QRDMA_STATUS_OK;
+}

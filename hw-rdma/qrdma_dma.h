@@ -34,6 +34,9 @@ void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
                      DMADirection dir, dma_addr_t done);
 
 void qrdma_pages_free(QrdmaPages *pages);
+uint8_t qrdma_pages_read(QrdmaCore *core, const char *what, uint64_t addr,
+                         uint32_t n, uint32_t max, unsigned page_shift,
+                         bool writable, QrdmaPages *out);
 /* The guest address of entry idx (taken modulo 2^log2) of a ring. */
 uint64_t qrdma_ring_addr(const QrdmaPages *ring, uint32_t idx, uint32_t log2,
                          uint32_t entry_size);

@@ -1187,12 +1187,12 @@ static uint8_t qrdma_local_op(QrdmaCore *core, QrdmaQp *qp,
             unsigned shift = wqe->reg_mr.page_shift;
             QrdmaPages pages = { };
 
-            core->cmdq.cur_name = "REG_MR work request";
             if (npages > mr->max_pages || shift < QRDMA_PAGE_SHIFT ||
                 shift > 30 || !length || iova + length < iova ||
                 DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
                              1ull << shift) != npages ||
-                qrdma_pages_read(core, le64_to_cpu(wqe->reg_mr.pages_addr),
+                qrdma_pages_read(core, "REG_MR work request",
+                                 le64_to_cpu(wqe->reg_mr.pages_addr),
                                  npages, mr->max_pages, shift, false,
                                  &pages)) {
                 status = QRDMA_WC_LOC_PROT_ERR;

@@ -308,7 +308,8 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
         return st;
     }
 
-    st = qrdma_pages_read(core, le64_to_cpu(c->sq_pages_addr),
+    st = qrdma_pages_read(core, core->cmdq.cur_name,
+                          le64_to_cpu(c->sq_pages_addr),
                           le32_to_cpu(c->sq_npages),
                           le32_to_cpu(c->sq_npages), QRDMA_PAGE_SHIFT, true,
                           &sq);
@@ -316,7 +317,8 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     if (!has_srq) {
-        st = qrdma_pages_read(core, le64_to_cpu(c->rq_pages_addr),
+        st = qrdma_pages_read(core, core->cmdq.cur_name,
+                              le64_to_cpu(c->rq_pages_addr),
                               le32_to_cpu(c->rq_npages),
                               le32_to_cpu(c->rq_npages), QRDMA_PAGE_SHIFT,
                               true, &rq);
