@@ -2488,6 +2488,14 @@ static void test_rc_retry_late_rtr(void *obj, void *data,
  * timeout 10 and retry_cnt 3.  A move to ERR meanwhile flushes it instead,
  * and timeout 0 (no timer) waits for as long as it takes.
  */
+/* A fresh RC QP *a in RTS, connected to QPN dest, which nobody has. */
+static void rc_to_nobody(Env *e, Qp *a, uint32_t dest)
+{
+    g_assert_cmpuint(create_qp(e, a, QRDMA_QPT_RC, 0, &e->cq, &e->cq), ==, 0);
+    to_rtr(e, a, dest);
+    to_rts(e, a, 0);
+}
+
 static void test_rc_retry_budget(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
@@ -2500,9 +2508,7 @@ static void test_rc_retry_budget(void *obj, void *data,
     env_init(&e, obj, alloc);
     e.timeout = 10;
     e.retry_cnt = 3;
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, 0x7777);
-    to_rts(&e, &a, 0);
+    rc_to_nobody(&e, &a, 0x7777);
     w = wqe_sge(0xc3, QRDMA_WR_SEND, e.data, 8, e.lkey);
     post_send(&e, &a, &w);
     took = expect_cqe_stepping(&e, &e.cq, 0xc3, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
@@ -2513,9 +2519,7 @@ static void test_rc_retry_budget(void *obj, void *data,
     /* Outstanding when the QP goes to ERR: flushed, not a retry error. */
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
                      ==, 0);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, 0x7777);
-    to_rts(&e, &a, 0);
+    rc_to_nobody(&e, &a, 0x7777);
     w.wr_id = 0xc4;
     post_send(&e, &a, &w);
     qtest_clock_step(e.t.qts, 2 * t);
@@ -2527,9 +2531,7 @@ static void test_rc_retry_budget(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
                      ==, 0);
     e.timeout = 0;
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, 0x7777);
-    to_rts(&e, &a, 0);
+    rc_to_nobody(&e, &a, 0x7777);
     w.wr_id = 0xc5;
     post_send(&e, &a, &w);
     qtest_clock_step(e.t.qts, 3600 * NANOSECONDS_PER_SECOND);

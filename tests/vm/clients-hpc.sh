@@ -47,23 +47,12 @@ describe() {
     esac
 }
 
-# dev_name DEV / dev_addr DEV: the RDMA device, the IPv4 address of its
-# RoCE GID.
+# dev_name DEV: the RDMA device (dev_addr, of lib-qrdma.sh: its address).
 dev_name() {
     case $1 in
         qrdma) echo "$QRDMA_DEV" ;;
         rxe) echo "$RXE_DEV" ;;
     esac
-}
-dev_addr() {
-    case $1 in
-        qrdma) echo "$QRDMA_IP" ;;
-        rxe) echo "$RXE_IP" ;;
-    esac
-}
-
-t_rxe_up() {
-    rxe_setup && [ -n "$RXE_IP" ]
 }
 
 # --- UCX ----------------------------------------------------------------------------

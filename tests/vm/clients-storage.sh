@@ -37,17 +37,6 @@ describe() {
     esac
 }
 
-# dev_addr DEV: the IPv4 address of DEV's RoCE GID.
-dev_addr() {
-    case $1 in
-        qrdma) echo "$QRDMA_IP" ;;
-        rxe) echo "$RXE_IP" ;;
-    esac
-}
-
-t_rxe_up() {
-    rxe_setup && [ -n "$RXE_IP" ]
-}
 
 # now: seconds since the epoch, with nanoseconds.
 now() { date +%s.%N; }

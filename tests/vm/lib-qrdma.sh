@@ -412,6 +412,19 @@ rxe_setup() {
     echo "INFO: $RXE_DEV on $RXE_NETDEV, ${RXE_IP:-no IPv4 address}, RoCE v2 GID index $RXE_GID_INDEX"
 }
 
+# The test rxe_up of the tests that run a client on qrdma and on rxe.
+t_rxe_up() {
+    rxe_setup && [ -n "$RXE_IP" ]
+}
+
+# dev_addr qrdma|rxe: the IPv4 address of that device's RoCE GID.
+dev_addr() {
+    case $1 in
+        qrdma) echo "$QRDMA_IP" ;;
+        rxe) echo "$RXE_IP" ;;
+    esac
+}
+
 # run_tests: every test of $TESTS in order, then the plan.
 run_tests() {
     local t
