@@ -160,6 +160,32 @@ static uint32_t reg_mr(Env *e, uint32_t pd, uint64_t off, uint64_t len,
     return le32_to_cpu(cmpl.handle);
 }
 
+/*
+ * REG_MR of the one page at guest address page, at iova page, with the
+ * given access: the status, and the rkey in *rkey (if not NULL) when it
+ * succeeds.
+ */
+static uint8_t reg_page_mr(Env *e, uint64_t page, uint32_t access,
+                           uint32_t *rkey)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    struct qrdma_cmpl cmpl;
+    uint8_t st;
+
+    cmd.reg_mr.pd = cpu_to_le32(e->pd);
+    cmd.reg_mr.access = cpu_to_le32(access);
+    cmd.reg_mr.iova = cpu_to_le64(page);
+    cmd.reg_mr.length = cpu_to_le64(4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(e, page));
+    cmd.reg_mr.npages = cpu_to_le32(1);
+    cmd.reg_mr.page_shift = 12;
+    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
+    if (!st && rkey) {
+        *rkey = le32_to_cpu(cmpl.data[0]);
+    }
+    return st;
+}
+
 static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
                       uint32_t dest, uint8_t rnr_retry)
 {
@@ -641,7 +667,6 @@ static void flush_once(Env *e, uint32_t rkey, uint64_t addr, uint64_t len,
  */
 static void test_flush(void *obj, void *data, QGuestAllocator *alloc)
 {
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
     uint32_t mr, no_flush;
     uint64_t page;
     Env e;
@@ -692,15 +717,8 @@ static void test_flush(void *obj, void *data, QGuestAllocator *alloc)
 
     /* the persistence right exists nowhere: REG_MR refuses it */
     page = e.data + 4096 * 12;
-    cmd.reg_mr.pd = cpu_to_le32(e.pd);
-    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE | (1u << 9));
-    cmd.reg_mr.iova = cpu_to_le64(page);
-    cmd.reg_mr.length = cpu_to_le64(4096);
-    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e, page));
-    cmd.reg_mr.npages = cpu_to_le32(1);
-    cmd.reg_mr.page_shift = 12;
-    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==,
-                     QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(reg_page_mr(&e, page, QRDMA_ACCESS_LOCAL_WRITE |
+                                 (1u << 9), NULL), ==, QRDMA_STATUS_BAD_PARAM);
 }
 
 /* The ones' complement sum of an IPv4 header: 0xffff if its checksum is. */
@@ -2181,8 +2199,7 @@ static void test_dma_rechecked(void *obj, void *data, QGuestAllocator *alloc)
 {
     QQrdma *q = obj;
     QPCIDevice *shm = qpci_device_find(q->dev.bus, QPCI_DEVFN(6, 0));
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
-    struct qrdma_cmpl cmpl;
+    uint32_t rkey;
     struct qrdma_sq_wqe w;
     QPCIBar shm_bar;
     uint64_t x, bad_db = QRDMA_DB_VAL(0x4321, 1);
@@ -2199,15 +2216,9 @@ static void test_dma_rechecked(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(QEMU_IS_ALIGNED(x, 1 * MiB));
 
     /* An MR of one page of the ivshmem RAM: RAM now, so it registers. */
-    cmd.reg_mr.pd = cpu_to_le32(e1.pd);
-    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
-                                    QRDMA_ACCESS_REMOTE_WRITE);
-    cmd.reg_mr.iova = cpu_to_le64(x);
-    cmd.reg_mr.length = cpu_to_le64(4096);
-    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e1, x));
-    cmd.reg_mr.npages = cpu_to_le32(1);
-    cmd.reg_mr.page_shift = 12;
-    g_assert_cmpuint(qrdma_t_exec(&e1.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(reg_page_mr(&e1, x, QRDMA_ACCESS_LOCAL_WRITE |
+                                 QRDMA_ACCESS_REMOTE_WRITE, &rkey), ==,
+                     QRDMA_STATUS_OK);
 
     /* The page becomes the peer's doorbells. */
     qpci_config_writew(shm, PCI_COMMAND, PCI_COMMAND_MASTER);
@@ -2223,7 +2234,7 @@ static void test_dma_rechecked(void *obj, void *data, QGuestAllocator *alloc)
     errors = qrdma_t_qom_get(&e1.t, "guest-errors");
     w = wqe_sge(0xd1, QRDMA_WR_RDMA_WRITE, e1.data, 8, e1.lkey);
     w.rdma.remote_addr = cpu_to_le64(x);
-    w.rdma.rkey = cpu_to_le32(le32_to_cpu(cmpl.data[0]));
+    w.rdma.rkey = cpu_to_le32(rkey);
     post_send(&e1, &a, &w);
     expect_cqe(&e1, &e1.cq, 0xd1, a.qpn, QRDMA_WC_RDMA_WRITE,
                QRDMA_WC_REM_ACCESS_ERR);
@@ -2271,20 +2282,12 @@ static void test_mr_pages_total(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
     fr = le32_to_cpu(cmpl.handle);
     /* The fast-registration MR holds its pages though it has none yet. */
-    memset(&cmd, 0, sizeof(cmd));
-    cmd.hdr.opcode = QRDMA_CMD_REG_MR;
-    cmd.reg_mr.pd = cpu_to_le32(e.pd);
-    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE);
-    cmd.reg_mr.iova = cpu_to_le64(e.data);
-    cmd.reg_mr.length = cpu_to_le64(4096);
-    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e, e.data));
-    cmd.reg_mr.npages = cpu_to_le32(1);
-    cmd.reg_mr.page_shift = 12;
-    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==,
-                     QRDMA_STATUS_NO_RESOURCES);
+    g_assert_cmpuint(reg_page_mr(&e, e.data, QRDMA_ACCESS_LOCAL_WRITE, NULL),
+                     ==, QRDMA_STATUS_NO_RESOURCES);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEREG_MR, 0, fr), ==,
                      QRDMA_STATUS_OK);
-    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(reg_page_mr(&e, e.data, QRDMA_ACCESS_LOCAL_WRITE, NULL),
+                     ==, QRDMA_STATUS_OK);
 }
 
 /*
@@ -2599,31 +2602,24 @@ static void test_mr_readonly_pages(void *obj, void *data,
                                    QGuestAllocator *alloc)
 {
     const uint64_t rom = 0xfffff000;
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
     uint8_t want[64], got[64];
-    struct qrdma_cmpl cmpl;
+    uint32_t rkey;
     struct qrdma_sq_wqe w;
     uint64_t errors;
     Env e;
     Qp a, b;
 
     env_init(&e, obj, alloc);
-    cmd.reg_mr.pd = cpu_to_le32(e.pd);
-    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
-                                    QRDMA_ACCESS_REMOTE_WRITE |
-                                    QRDMA_ACCESS_REMOTE_READ);
-    cmd.reg_mr.iova = cpu_to_le64(rom);
-    cmd.reg_mr.length = cpu_to_le64(4096);
-    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(&e, rom));
-    cmd.reg_mr.npages = cpu_to_le32(1);
-    cmd.reg_mr.page_shift = 12;
-    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(reg_page_mr(&e, rom, QRDMA_ACCESS_LOCAL_WRITE |
+                                 QRDMA_ACCESS_REMOTE_WRITE |
+                                 QRDMA_ACCESS_REMOTE_READ, &rkey), ==,
+                     QRDMA_STATUS_OK);
     pair(&e, &a, &b, QRDMA_QPT_RC, 0);
 
     qtest_memread(e.t.qts, rom + 4096 - sizeof(want), want, sizeof(want));
     w = wqe_sge(0xd3, QRDMA_WR_RDMA_READ, e.data, sizeof(want), e.lkey);
     w.rdma.remote_addr = cpu_to_le64(rom + 4096 - sizeof(want));
-    w.rdma.rkey = cmpl.data[0];
+    w.rdma.rkey = cpu_to_le32(rkey);
     run_wqe(&e, &a, w, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
     qtest_memread(e.t.qts, e.data, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
@@ -2631,7 +2627,7 @@ static void test_mr_readonly_pages(void *obj, void *data,
     errors = qrdma_t_qom_get(&e.t, "guest-errors");
     w = wqe_sge(0xd4, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(rom);
-    w.rdma.rkey = cmpl.data[0];
+    w.rdma.rkey = cpu_to_le32(rkey);
     run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_REM_ACCESS_ERR);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), >, errors);
     qtest_memread(e.t.qts, rom + 4096 - sizeof(want), got, sizeof(got));
