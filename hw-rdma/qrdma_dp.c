@@ -1012,6 +1012,16 @@ static bool qrdma_retry_later(QrdmaQp *qp)
     return true;
 }
 
+/*
+ * Give back the WQE taken at the start of qrdma_exec_send, not run after
+ * all: it runs again later, and is counted then.
+ */
+static void qrdma_wqe_put_back(QrdmaCore *core, QrdmaQp *qp)
+{
+    qp->sq_ci--;
+    core->counters.wqes--;
+}
+
 typedef enum QrdmaExec {
     QRDMA_EXEC_NEXT,                    /* done: on to the next WQE */
     QRDMA_EXEC_STOP,                    /* the queue waits (RNR, an error) */
@@ -1469,8 +1479,7 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
     len = qrdma_iter_total(&it);
     if (len > *bytes) {
         /* Not taken after all: the bottom half runs it, whole. */
-        qp->sq_ci--;
-        core->counters.wqes--;
+        qrdma_wqe_put_back(core, qp);
         core->counters.sq_deferred++;
         trace_qrdma_sq_deferred(qp->qpn, len);
         return QRDMA_EXEC_DEFER;
@@ -1492,8 +1501,7 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
         if (qp->type == QRDMA_QPT_RC) {
             /* No responder answers: try again after the ACK timeout. */
             if (qrdma_retry_later(qp)) {
-                qp->sq_ci--;
-                core->counters.wqes--;
+                qrdma_wqe_put_back(core, qp);
                 return QRDMA_EXEC_STOP;
             }
             status = QRDMA_WC_RETRY_EXC_ERR;
