@@ -19,6 +19,9 @@
 #include "qrdma_dma.h"
 #include "qrdma_fabric.h"
 #include "qrdma_eq.h"
+#include "qrdma_sgl.h"
+#include "qrdma_mr.h"
+#include "qrdma_cq.h"
 
 #define TYPE_QRDMA "qrdma"
 OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)

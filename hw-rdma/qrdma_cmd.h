@@ -42,12 +42,6 @@ uint8_t qrdma_get_ah(QrdmaCore *core, uint32_t uctx, uint32_t handle,
 uint8_t qrdma_get_qp(QrdmaCore *core, uint32_t uctx, uint32_t qpn, int *idx);
 void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta);
 void qrdma_pd_unref(QrdmaCore *core, uint32_t pd);
-void qrdma_mw_unbind(QrdmaCore *core, QrdmaMw *mw);
-/*
- * Unbind the windows bound to the MR in slot mr_idx, or, with mr_idx -1,
- * the type 2 windows bound to QP qpn.
- */
-void qrdma_mw_unbind_all(QrdmaCore *core, int mr_idx, uint32_t qpn);
 uint8_t qrdma_check_av(QrdmaCore *core, const struct qrdma_av *av);
 bool qrdma_gid_is_mcast(const uint8_t *gid);
 

@@ -25,87 +25,13 @@
 #include "qrdma.h"
 #include "qrdma_cmd.h"
 #include "qrdma_fabric.h"
+#include "qrdma_cq.h"
+#include "qrdma_mr.h"
+#include "qrdma_sgl.h"
+#include "qrdma_err.h"
 #include "trace.h"
 
 #define QRDMA_MAX_MSG (1u << 31)
-
-/* Completion queues */
-
-static QrdmaCq *qrdma_cq_of(QrdmaCore *core, uint32_t cqn)
-{
-    int idx = qrdma_table_lookup(&core->cq_table, cqn);
-
-    return idx < 0 ? NULL : &core->cq[idx];
-}
-
-static bool qrdma_cq_full(QrdmaCore *core, QrdmaCq *cq)
-{
-    uint32_t size = 1u << cq->log2;
-    uint32_t ci;
-
-    /* Without a consumer index word the device cannot see overruns. */
-    if (!cq->ci_addr || cq->pi - cq->ci_seen < size) {
-        return false;
-    }
-    /* Only now read the consumer index the consumer keeps in RAM. */
-    if (!qrdma_dma_read(core, cq->ci_addr, &ci, sizeof(ci))) {
-        return true;
-    }
-    ci = le32_to_cpu(ci);
-    if (cq->pi - ci <= size) {
-        cq->ci_seen = ci;
-    }
-    return cq->pi - cq->ci_seen >= size;
-}
-
-static bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
-                          struct qrdma_cqe *cqe, bool solicited)
-{
-    QrdmaCq *cq = qrdma_cq_of(core, cqn);
-    uint64_t addr;
-    uint8_t phase;
-
-    if (!cq || cq->overrun) {
-        return false;
-    }
-    if (qrdma_cq_full(core, cq)) {
-        trace_qrdma_cq_overrun(cqn);
-        cq->overrun = true;
-        qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
-        return false;
-    }
-    addr = qrdma_ring_addr(&cq->ring, cq->pi, cq->log2, QRDMA_CQE_SIZE);
-    phase = !((cq->pi >> cq->log2) & 1);
-
-    cqe->flags &= ~QRDMA_CQE_F_PHASE;
-    cqe->flags |= phase ? 0 : QRDMA_CQE_F_PHASE;
-    /*
-     * The ring was RAM when the CQ was created; the guest may have changed
-     * its memory map since.  A ring that is no longer RAM is an overrun
-     * of a kind: the CQ takes nothing more.
-     */
-    if (!qrdma_dma_write(core, addr, cqe, sizeof(*cqe))) {
-        qrdma_guest_error(core, "CQ 0x%" PRIx32 ": entry at 0x%" PRIx64
-                          " is no longer RAM", cqn, addr);
-        cq->overrun = true;
-        qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
-        return false;
-    }
-    /* The consumer polls the phase bit: it goes in last. */
-    smp_wmb();
-    cqe->flags ^= QRDMA_CQE_F_PHASE;
-    qrdma_dma_write(core, addr + offsetof(struct qrdma_cqe, flags),
-                    &cqe->flags, 1);
-    cq->pi++;
-
-    if ((cq->armed & QRDMA_DB_CQ_ARM_NEXT) ||
-        ((cq->armed & QRDMA_DB_CQ_ARM_SOLICITED) &&
-         (solicited || cqe->status != QRDMA_WC_SUCCESS))) {
-        cq->armed = 0;
-        qrdma_eq_post(core, cq->eq, QRDMA_EV_COMPLETION, cqn);
-    }
-    return true;
-}
 
 /*
  * A completion of qp that its CQ cannot take (overrun): the QP can no
@@ -121,395 +47,6 @@ static void qrdma_qp_cq_push(QrdmaCore *core, QrdmaQp *qp, uint32_t cqn,
         trace_qrdma_qp_error(qp->qpn, qp->state);
         qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
     }
-}
-
-/* Memory regions and copies */
-
-typedef struct QrdmaSpan {
-    const QrdmaMr *mr;                  /* NULL: untranslated guest address */
-    uint64_t addr;
-    uint64_t len;
-} QrdmaSpan;
-
-typedef struct QrdmaIter {
-    QrdmaSpan span[QRDMA_MAX_SEND_SGE];
-    unsigned n;
-    unsigned i;
-    uint64_t done;                      /* within span[i] */
-    const uint8_t *host;                /* or: host data (inline) */
-    uint64_t host_len;
-} QrdmaIter;
-
-/*
- * The MR a key names, if it lets [addr, addr + len) be accessed with the
- * given rights by a QP of pd: NULL otherwise.  The local DMA lkey gives
- * guest addresses as they are, to the kernel only.
- */
-/*
- * Whether an untranslated range (the local DMA lkey, a DMA MR) is guest
- * RAM: a work request that names anything else is the guest's error.
- */
-static bool qrdma_dma_span_ok(QrdmaCore *core, uint64_t addr, uint64_t len,
-                              bool is_write)
-{
-    if (!len || qrdma_dma_ok(core, addr, len, is_write)) {
-        return true;
-    }
-    trace_qrdma_err_dma_not_ram(addr, len, is_write);
-    qrdma_guest_error(core, "work request names 0x%" PRIx64 "+0x%" PRIx64
-                      ", not guest RAM", addr, len);
-    return false;
-}
-
-static bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
-                           uint32_t uctx, uint64_t addr, uint64_t len,
-                           uint32_t access, const QrdmaMr **out)
-{
-    uint32_t slot = key >> 8;
-    const QrdmaMr *mr;
-
-    *out = NULL;
-    if (key == QRDMA_LOCAL_DMA_LKEY) {
-        return uctx == QRDMA_UCTX_KERNEL &&
-               !(access & (QRDMA_ACCESS_REMOTE_WRITE |
-                           QRDMA_ACCESS_REMOTE_READ |
-                           QRDMA_ACCESS_REMOTE_ATOMIC |
-                           QRDMA_ACCESS_FLUSH_GLOBAL)) &&
-               qrdma_dma_span_ok(core, addr, len,
-                                 access & QRDMA_ACCESS_LOCAL_WRITE);
-    }
-    if (!slot || slot > core->mr_table.max || !core->mr_table.busy[slot - 1]) {
-        return false;
-    }
-    mr = &core->mr[slot - 1];
-    if (mr->lkey != key || mr->pd != pd || !mr->valid ||
-        (mr->access & access) != access) {
-        return false;
-    }
-    if (addr < mr->iova || len > mr->length ||
-        addr - mr->iova > mr->length - len) {
-        return false;
-    }
-    if (mr->dma && !qrdma_dma_span_ok(core, addr, len,
-                                      access & QRDMA_ACCESS_LOCAL_WRITE)) {
-        return false;
-    }
-    *out = mr;
-    return true;
-}
-
-/* Memory windows */
-
-#define QRDMA_MW_RIGHTS (QRDMA_ACCESS_REMOTE_WRITE | \
-                         QRDMA_ACCESS_REMOTE_READ | \
-                         QRDMA_ACCESS_REMOTE_ATOMIC)
-
-/* The window a key names by its bits 31:8, whatever its key byte. */
-static QrdmaMw *qrdma_mw_of_key(QrdmaCore *core, uint32_t key)
-{
-    uint32_t slot = (key >> 8) & MAKE_64BIT_MASK(0, QRDMA_HANDLE_INDEX_BITS);
-
-    if (!(key & QRDMA_KEY_MW) || (key & ~(QRDMA_KEY_MW | 0xffffffu)) ||
-        !slot || slot > core->mw_table.max || !core->mw_table.busy[slot - 1]) {
-        return NULL;
-    }
-    return &core->mw[slot - 1];
-}
-
-/*
- * The rkey of a remote access at responder QP qp: a window's passes when
- * it is bound (for type 2, to qp), has exactly that key, is in qp's PD,
- * holds the rights and covers the range; the MR under it then serves the
- * access.  Any other key is an MR's.
- */
-static bool qrdma_rkey_check(QrdmaCore *core, const QrdmaQp *qp, uint32_t key,
-                             uint64_t addr, uint64_t len, uint32_t access,
-                             const QrdmaMr **out)
-{
-    const QrdmaMw *mw;
-    const QrdmaMr *mr;
-
-    if (!(key & QRDMA_KEY_MW)) {
-        return qrdma_mr_check(core, key, qp->pd, qp->uctx, addr, len, access,
-                              out);
-    }
-    *out = NULL;
-    mw = qrdma_mw_of_key(core, key);
-    if (!mw || !mw->bound || mw->rkey != key || mw->pd != qp->pd ||
-        (mw->type == QRDMA_MW_TYPE_2 && mw->qpn != qp->qpn) ||
-        !(access & QRDMA_MW_RIGHTS) || (access & ~QRDMA_MW_RIGHTS) ||
-        (mw->access & access) != access) {
-        return false;
-    }
-    if (addr < mw->addr || len > mw->length ||
-        addr - mw->addr > mw->length - len) {
-        return false;
-    }
-    /*
-     * Whatever changes or frees the MR unbinds the window first, so this
-     * holds; checking it costs little and keeps a slip from ever reaching
-     * guest memory the MR no longer grants.
-     */
-    mr = &core->mr[mw->mr_idx];
-    if (!core->mr_table.busy[mw->mr_idx] || mr->lkey != mw->mr_lkey ||
-        !mr->valid) {
-        return false;
-    }
-    *out = mr;
-    return true;
-}
-
-/* A send WQE refused for the key it names: traced and logged. */
-static uint8_t qrdma_wqe_refused(QrdmaCore *core, const QrdmaQp *qp,
-                                 uint8_t opcode, uint32_t key, uint8_t status,
-                                 const char *why)
-{
-    trace_qrdma_err_wqe(qp->qpn, opcode, key, why);
-    qrdma_guest_error(core, "qp 0x%" PRIx32 ": work request %u for key 0x%"
-                      PRIx32 " refused: %s", qp->qpn, opcode, key, why);
-    return status;
-}
-
-/*
- * BIND_MW: the window that key names takes key as its rkey and the range
- * of the MR mr_lkey names, with the remote rights of access.
- */
-static uint8_t qrdma_bind_mw(QrdmaCore *core, QrdmaQp *qp,
-                             const struct qrdma_sq_wqe *wqe)
-{
-    uint32_t key = le32_to_cpu(wqe->bind_mw.key);
-    uint32_t lkey = le32_to_cpu(wqe->bind_mw.mr_lkey);
-    uint32_t access = le32_to_cpu(wqe->bind_mw.access);
-    uint64_t addr = le64_to_cpu(wqe->bind_mw.addr);
-    uint64_t len = le64_to_cpu(wqe->bind_mw.length);
-    uint32_t slot = lkey >> 8;
-    QrdmaMw *mw = qrdma_mw_of_key(core, key);
-    QrdmaMr *mr = NULL;
-    const char *why = NULL;
-
-    if (!mw || mw->pd != qp->pd) {
-        why = "no window in the QP's PD";
-    } else if (access & ~(QRDMA_MW_RIGHTS | QRDMA_ACCESS_LOCAL_WRITE)) {
-        why = "access flags a window cannot have";
-    } else if (mw->type == QRDMA_MW_TYPE_2 && mw->bound) {
-        why = "a bound type 2 window must be invalidated first";
-    } else if (mw->type == QRDMA_MW_TYPE_2 && !len) {
-        why = "a type 2 window needs a range";
-    }
-    if (why) {
-        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
-                                 QRDMA_WC_MW_BIND_ERR, why);
-    }
-    if (!len) {
-        /* Type 1 bound to nothing: unbound, under its new key. */
-        qrdma_mw_unbind(core, mw);
-        mw->rkey = key;
-        return QRDMA_WC_SUCCESS;
-    }
-
-    if (slot && slot <= core->mr_table.max && core->mr_table.busy[slot - 1]) {
-        mr = &core->mr[slot - 1];
-    }
-    if (!mr || mr->lkey != lkey || mr->pd != qp->pd || !mr->valid ||
-        mr->dma) {
-        why = "no valid MR in the QP's PD with that lkey";
-    } else if (!(mr->access & QRDMA_ACCESS_MW_BIND)) {
-        why = "the MR has no MW bind right";
-    } else if ((access & (QRDMA_ACCESS_REMOTE_WRITE |
-                          QRDMA_ACCESS_REMOTE_ATOMIC)) &&
-               !(mr->access & QRDMA_ACCESS_LOCAL_WRITE)) {
-        why = "remote write or atomic over an MR without local write";
-    } else if (addr < mr->iova || len > mr->length ||
-               addr - mr->iova > mr->length - len) {
-        why = "the range is not within the MR";
-    }
-    if (why) {
-        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
-                                 QRDMA_WC_MW_BIND_ERR, why);
-    }
-
-    qrdma_mw_unbind(core, mw);
-    mw->bound = true;
-    mw->rkey = key;
-    mw->mr_idx = slot - 1;
-    mw->mr_lkey = lkey;
-    mw->addr = addr;
-    mw->length = len;
-    /* A window gives remote access only; local write has no meaning. */
-    mw->access = access & QRDMA_MW_RIGHTS;
-    mw->qpn = mw->type == QRDMA_MW_TYPE_2 ? qp->qpn : 0;
-    mr->windows++;
-    trace_qrdma_mw_bind(qp->qpn, key, lkey, addr, len, mw->access);
-    return QRDMA_WC_SUCCESS;
-}
-
-/* LOCAL_INV of a window: type 2 only, by its current key. */
-static uint8_t qrdma_mw_local_inv(QrdmaCore *core, QrdmaQp *qp,
-                                  const struct qrdma_sq_wqe *wqe, uint32_t key)
-{
-    QrdmaMw *mw = qrdma_mw_of_key(core, key);
-
-    if (!mw || mw->rkey != key || mw->pd != qp->pd) {
-        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
-                                 QRDMA_WC_LOC_PROT_ERR,
-                                 "no window in the QP's PD with that key");
-    }
-    if (mw->type != QRDMA_MW_TYPE_2) {
-        return qrdma_wqe_refused(core, qp, wqe->opcode, key,
-                                 QRDMA_WC_LOC_PROT_ERR,
-                                 "a type 1 window is unbound by a bind");
-    }
-    qrdma_mw_unbind(core, mw);
-    return QRDMA_WC_SUCCESS;
-}
-
-/*
- * The guest address of iova in mr, and the bytes contiguous from there
- * (looking no further than want bytes).
- */
-static uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t want,
-                             uint64_t *room)
-{
-    uint64_t psize, off, in_page, idx, gpa;
-    uint32_t i;
-
-    if (mr->dma) {
-        *room = UINT64_MAX - iova;
-        return iova;
-    }
-    psize = 1ull << mr->page_shift;
-    off = iova - mr->iova + (mr->iova & (psize - 1));
-    in_page = off & (psize - 1);
-    idx = off >> mr->page_shift;
-    gpa = mr->pages.addr[idx];
-    *room = psize - in_page;
-    /* Pages that follow each other in guest memory make one piece. */
-    for (i = idx + 1; *room < want && i < mr->pages.n &&
-         mr->pages.addr[i] == gpa + (i - idx) * psize; i++) {
-        *room += psize;
-    }
-    return gpa + in_page;
-}
-
-static uint64_t qrdma_iter_total(const QrdmaIter *it)
-{
-    uint64_t total = it->host ? it->host_len : 0;
-    unsigned i;
-
-    for (i = 0; i < it->n; i++) {
-        total += it->span[i].len;
-    }
-    return total;
-}
-
-/* The next contiguous guest-physical piece, at most max bytes. */
-static bool qrdma_iter_next(QrdmaIter *it, uint64_t max, uint64_t *gpa,
-                            uint64_t *len)
-{
-    const QrdmaSpan *s;
-    uint64_t room;
-
-    while (it->i < it->n && it->done == it->span[it->i].len) {
-        it->i++;
-        it->done = 0;
-    }
-    if (it->i == it->n) {
-        return false;
-    }
-    s = &it->span[it->i];
-    if (s->mr) {
-        *gpa = qrdma_mr_gpa(s->mr, s->addr + it->done,
-                            MIN(max, s->len - it->done), &room);
-    } else {
-        *gpa = s->addr + it->done;
-        room = UINT64_MAX;
-    }
-    *len = MIN(MIN(room, s->len - it->done), max);
-    return true;
-}
-
-/*
- * Copy len bytes from src to dst, mapping guest pages on both sides: one
- * copy, no bounce buffer.  Each piece is checked to be guest RAM as it is
- * mapped (qrdma_dma_map), whatever was checked at registration.  The two
- * sides may overlap (an RDMA WRITE into the sender's own MR): memmove.
- */
-static bool qrdma_copy(QrdmaCore *src_core, QrdmaIter *src,
-                       QrdmaCore *dst_core, QrdmaIter *dst, uint64_t len)
-{
-    uint64_t host_off = 0;
-
-    while (len) {
-        uint64_t dgpa, dlen, sgpa = 0, slen;
-        dma_addr_t dmap, smap;
-        void *d, *sp = NULL;
-        uint64_t n;
-
-        if (!qrdma_iter_next(dst, len, &dgpa, &dlen)) {
-            return false;
-        }
-        if (src->host) {
-            slen = MIN(dlen, src->host_len - host_off);
-        } else if (!qrdma_iter_next(src, dlen, &sgpa, &slen)) {
-            return false;
-        }
-        n = MIN(dlen, slen);
-        dmap = n;
-        d = qrdma_dma_map(dst_core, dgpa, &dmap, DMA_DIRECTION_FROM_DEVICE);
-        if (!d) {
-            return false;
-        }
-        n = MIN(n, dmap);
-        if (src->host) {
-            memcpy(d, src->host + host_off, n);
-            host_off += n;
-        } else {
-            smap = n;
-            sp = qrdma_dma_map(src_core, sgpa, &smap, DMA_DIRECTION_TO_DEVICE);
-            if (!sp) {
-                qrdma_dma_unmap(dst_core, d, dmap, DMA_DIRECTION_FROM_DEVICE,
-                                0);
-                return false;
-            }
-            n = MIN(n, smap);
-            memmove(d, sp, n);
-            qrdma_dma_unmap(src_core, sp, smap, DMA_DIRECTION_TO_DEVICE, n);
-            src->done += n;
-        }
-        qrdma_dma_unmap(dst_core, d, dmap, DMA_DIRECTION_FROM_DEVICE, n);
-        dst->done += n;
-        len -= n;
-    }
-    return true;
-}
-
-/* Build an iterator over SGEs, checking each against the QP's PD. */
-static bool qrdma_sges(QrdmaCore *core, const QrdmaQp *qp,
-                       const struct qrdma_sge *sge, unsigned num,
-                       uint32_t access, QrdmaIter *it)
-{
-    unsigned i;
-
-    memset(it, 0, sizeof(*it));
-    if (num > ARRAY_SIZE(it->span)) {
-        return false;
-    }
-    for (i = 0; i < num; i++) {
-        uint64_t addr = le64_to_cpu(sge[i].addr);
-        uint32_t len = le32_to_cpu(sge[i].length);
-
-        if (!len) {
-            continue;
-        }
-        if (!qrdma_mr_check(core, le32_to_cpu(sge[i].lkey), qp->pd, qp->uctx,
-                            addr, len, access, &it->span[it->n].mr)) {
-            return false;
-        }
-        it->span[it->n].addr = addr;
-        it->span[it->n].len = len;
-        it->n++;
-    }
-    return true;
 }
 
 /* Work queue entries */
@@ -745,7 +282,8 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
         cqe.flags |= QRDMA_CQE_F_GRH;
     }
     if (num > QRDMA_MAX_RECV_SGE ||
-        !qrdma_sges(dc, dst, rwqe.sge, num, QRDMA_ACCESS_LOCAL_WRITE, &dit)) {
+        !qrdma_iter_sges(&dit, dc, dst->pd, dst->uctx, rwqe.sge, num,
+                         QRDMA_ACCESS_LOCAL_WRITE)) {
         cqe.status = QRDMA_WC_LOC_PROT_ERR;
         qrdma_qp_cq_push(dc, dst, dst->recv_cq, &cqe, false);
         qrdma_qp_to_err(dc, dst, false);
@@ -760,13 +298,15 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
         return QRDMA_RX_LEN;
     }
     if (ud) {
-        QrdmaIter gi = { .host = grh, .host_len = sizeof(grh) };
+        QrdmaIter gi;
+
+        qrdma_iter_host(&gi, grh, sizeof(grh));
 
         qrdma_build_grh(core, av, dgid, len, grh, &cqe.network_hdr_type);
-        qrdma_copy(core, &gi, dc, &dit, sizeof(grh));
+        qrdma_copy(&gi, &dit, sizeof(grh));
     }
     if (wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM &&
-        !qrdma_copy(core, src, dc, &dit, len)) {
+        !qrdma_copy(src, &dit, len)) {
         cqe.status = QRDMA_WC_LOC_PROT_ERR;
         qrdma_qp_cq_push(dc, dst, dst->recv_cq, &cqe, false);
         qrdma_qp_to_err(dc, dst, false);
@@ -785,24 +325,8 @@ static QrdmaRxResult qrdma_deliver_recv(QrdmaCore *core, QrdmaQp *qp,
         total = len;
         break;
     case QRDMA_WR_SEND_WITH_INV: {
-        uint32_t rkey = le32_to_cpu(wqe->imm_data);
-        uint32_t slot = rkey >> 8;
-        QrdmaMw *mw = qrdma_mw_of_key(dc, rkey);
-
-        if (mw) {
-            /* Type 2B: only through the QP the window is bound to. */
-            if (mw->bound && mw->rkey == rkey && mw->qpn == dst->qpn &&
-                mw->type == QRDMA_MW_TYPE_2) {
-                qrdma_mw_unbind(dc, mw);
-            }
-        } else if (slot && slot <= dc->mr_table.max &&
-                   dc->mr_table.busy[slot - 1] &&
-                   dc->mr[slot - 1].rkey == rkey &&
-                   dc->mr[slot - 1].pd == dst->pd &&
-                   dc->mr[slot - 1].fast_reg) {
-            qrdma_mw_unbind_all(dc, slot - 1, 0);
-            dc->mr[slot - 1].valid = false;
-        }
+        qrdma_mr_remote_inv(dc, dst->pd, dst->qpn,
+                            le32_to_cpu(wqe->imm_data));
         cqe.flags |= QRDMA_CQE_F_WITH_INV;
         cqe.imm_data = wqe->imm_data;
         break;
@@ -822,9 +346,10 @@ static bool qrdma_remote_span(QrdmaCore *dc, QrdmaQp *dst,
     uint64_t raddr = le64_to_cpu(wqe->rdma.remote_addr);
     const QrdmaMr *mr;
 
-    memset(it, 0, sizeof(*it));
+    qrdma_iter_range(it, dc, NULL, 0, 0);
     if (!(le32_to_cpu(dst->attr.qp_access_flags) & access) ||
-        !qrdma_rkey_check(dc, dst, le32_to_cpu(wqe->rdma.rkey), raddr, len,
+        !qrdma_rkey_check(dc, dst->pd, dst->qpn, dst->uctx,
+                          le32_to_cpu(wqe->rdma.rkey), raddr, len,
                           access, &mr) ||
         !mr) {
         return false;
@@ -879,7 +404,7 @@ static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
                                   QrdmaQp *dst)
 {
     uint64_t orig;
-    QrdmaIter oi = { .host = (uint8_t *)&orig, .host_len = 8 };
+    QrdmaIter oi;
     QrdmaRxResult rx;
     dma_addr_t plen;
     uint64_t *p;
@@ -906,7 +431,8 @@ static QrdmaRxResult qrdma_atomic(QrdmaCore *core, QrdmaQp *qp,
         orig = old;
     }
     qrdma_atomic_unmap(dc, p, plen);
-    return qrdma_copy(dc, &oi, core, local, 8) ? QRDMA_RX_OK : QRDMA_RX_PROT;
+    qrdma_iter_host(&oi, &orig, 8);
+    return qrdma_copy(&oi, local, 8) ? QRDMA_RX_OK : QRDMA_RX_PROT;
 }
 
 /*
@@ -944,25 +470,14 @@ static QrdmaRxResult qrdma_flush(QrdmaCore *dc, QrdmaQp *dst,
     uint32_t rkey = le32_to_cpu(wqe->flush.rkey);
     uint64_t addr = le64_to_cpu(wqe->flush.remote_addr);
     uint64_t len = le64_to_cpu(wqe->flush.length);
-    uint32_t slot = rkey >> 8;
-    const QrdmaMr *mr;
 
     if (wqe->flush.type & QRDMA_FLUSH_PERSISTENT ||
         !(le32_to_cpu(dst->attr.qp_access_flags) &
           QRDMA_ACCESS_FLUSH_GLOBAL)) {
         return QRDMA_RX_ACCESS;
     }
-    if (wqe->flush.level == QRDMA_FLUSH_MR) {
-        /* The whole MR: its own range is what gets checked. */
-        if (!slot || slot > dc->mr_table.max ||
-            !dc->mr_table.busy[slot - 1]) {
-            return QRDMA_RX_ACCESS;
-        }
-        addr = dc->mr[slot - 1].iova;
-        len = 0;
-    }
-    if (!qrdma_mr_check(dc, rkey, dst->pd, dst->uctx, addr, len,
-                        QRDMA_ACCESS_FLUSH_GLOBAL, &mr) || !mr) {
+    if (!qrdma_mr_flush_check(dc, dst->pd, dst->uctx, rkey,
+                              wqe->flush.level == QRDMA_FLUSH_MR, addr, len)) {
         return QRDMA_RX_ACCESS;
     }
     /* Every store of the WQEs before it is visible before its ACK. */
@@ -1070,18 +585,18 @@ static uint8_t qrdma_gather(QrdmaCore *core, const QrdmaQp *qp,
                        wqe->opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
                       QRDMA_ACCESS_LOCAL_WRITE : 0;
 
-    memset(it, 0, sizeof(*it));
+    qrdma_iter_range(it, core, NULL, 0, 0);
     if (wqe->opcode == QRDMA_WR_ATOMIC_WRITE ||
         wqe->opcode == QRDMA_WR_FLUSH) {
         /* No local buffer: the SGEs play no part. */
         return QRDMA_WC_SUCCESS;
     }
     if (wqe->flags & QRDMA_WQE_F_INLINE && !access) {
-        it->host = wqe->inline_data;
-        it->host_len = le32_to_cpu(wqe->inline_len);
+        qrdma_iter_host(it, wqe->inline_data, le32_to_cpu(wqe->inline_len));
         return QRDMA_WC_SUCCESS;
     }
-    if (!qrdma_sges(core, qp, wqe->sge, wqe->num_sge, access, it)) {
+    if (!qrdma_iter_sges(it, core, qp->pd, qp->uctx, wqe->sge, wqe->num_sge,
+                         access)) {
         return QRDMA_WC_LOC_PROT_ERR;
     }
     if (qrdma_iter_total(it) > QRDMA_MAX_MSG) {
@@ -1151,75 +666,6 @@ static uint8_t qrdma_wqe_check(const QrdmaQp *qp,
     } else if (!status && !(wqe->flags & QRDMA_WQE_F_INLINE) &&
                num > QRDMA_MAX_SEND_SGE) {
         status = QRDMA_WC_LOC_QP_OP_ERR;
-    }
-    return status;
-}
-
-/* BIND_MW, LOCAL_INV and REG_MR: work of the QP's own device only. */
-static uint8_t qrdma_local_op(QrdmaCore *core, QrdmaQp *qp,
-                              const struct qrdma_sq_wqe *wqe)
-{
-    uint8_t status = QRDMA_WC_SUCCESS;
-
-    if (wqe->opcode == QRDMA_WR_BIND_MW) {
-        return qrdma_bind_mw(core, qp, wqe);
-    }
-    if (wqe->opcode == QRDMA_WR_LOCAL_INV &&
-        (le32_to_cpu(wqe->imm_data) & QRDMA_KEY_MW)) {
-        return qrdma_mw_local_inv(core, qp, wqe, le32_to_cpu(wqe->imm_data));
-    }
-    if (wqe->opcode == QRDMA_WR_LOCAL_INV || wqe->opcode == QRDMA_WR_REG_MR) {
-        uint32_t key = le32_to_cpu(wqe->opcode == QRDMA_WR_LOCAL_INV ?
-                                   wqe->imm_data : wqe->reg_mr.key);
-        uint32_t slot = key >> 8;
-        QrdmaMr *mr = NULL;
-
-        if (slot && slot <= core->mr_table.max &&
-            core->mr_table.busy[slot - 1] &&
-            (core->mr[slot - 1].lkey >> 8) == slot &&
-            core->mr[slot - 1].pd == qp->pd && core->mr[slot - 1].fast_reg) {
-            mr = &core->mr[slot - 1];
-        }
-        if (!mr || (wqe->opcode == QRDMA_WR_REG_MR &&
-                    qp->uctx != QRDMA_UCTX_KERNEL)) {
-            status = QRDMA_WC_LOC_PROT_ERR;
-        } else if (wqe->opcode == QRDMA_WR_LOCAL_INV) {
-            if (mr->lkey != key) {
-                status = QRDMA_WC_LOC_PROT_ERR;
-            } else {
-                qrdma_mw_unbind_all(core, slot - 1, 0);
-                mr->valid = false;
-            }
-        } else {
-            uint32_t npages = le32_to_cpu(wqe->reg_mr.npages);
-            uint64_t iova = le64_to_cpu(wqe->reg_mr.iova);
-            uint64_t length = le64_to_cpu(wqe->reg_mr.length);
-            unsigned shift = wqe->reg_mr.page_shift;
-            QrdmaPages pages = { };
-
-            if (npages > mr->max_pages || shift < QRDMA_PAGE_SHIFT ||
-                shift > 30 || !length || iova + length < iova ||
-                DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
-                             1ull << shift) != npages ||
-                qrdma_pages_read(core, "REG_MR work request",
-                                 le64_to_cpu(wqe->reg_mr.pages_addr),
-                                 npages, mr->max_pages, shift, false,
-                                 &pages)) {
-                status = QRDMA_WC_LOC_PROT_ERR;
-            } else {
-                qrdma_mw_unbind_all(core, slot - 1, 0);
-                qrdma_pages_free(&mr->pages);
-                mr->pages = pages;
-                mr->iova = iova;
-                mr->length = length;
-                mr->page_shift = shift;
-                mr->access = le32_to_cpu(wqe->reg_mr.access) &
-                             QRDMA_ACCESS_VALID_MASK;
-                mr->lkey = mr->rkey = key;
-                mr->valid = true;
-            }
-        }
-        return status;
     }
     return status;
 }
@@ -1329,7 +775,7 @@ static QrdmaRxResult qrdma_respond(QrdmaCore *core, QrdmaQp *qp,
                 break;
             }
         }
-        if (len && !qrdma_copy(core, it, dc, &rit, len)) {
+        if (len && !qrdma_copy(it, &rit, len)) {
             rx = QRDMA_RX_ACCESS;
             break;
         }
@@ -1344,7 +790,7 @@ static QrdmaRxResult qrdma_respond(QrdmaCore *core, QrdmaQp *qp,
         if (!qrdma_remote_span(dc, dst, wqe, len, QRDMA_ACCESS_REMOTE_READ,
                                &rit) && len) {
             rx = QRDMA_RX_ACCESS;
-        } else if (len && !qrdma_copy(dc, &rit, core, it, len)) {
+        } else if (len && !qrdma_copy(&rit, it, len)) {
             rx = QRDMA_RX_ACCESS;
         }
         break;
@@ -1468,7 +914,7 @@ static QrdmaExec qrdma_exec_send(QrdmaCore *core, QrdmaQp *qp,
 
     if (wqe.opcode == QRDMA_WR_BIND_MW || wqe.opcode == QRDMA_WR_LOCAL_INV ||
         wqe.opcode == QRDMA_WR_REG_MR) {
-        status = qrdma_local_op(core, qp, &wqe);
+        status = qrdma_mr_wr(core, qp->pd, qp->uctx, qp->qpn, &wqe);
         goto complete;
     }
 

@@ -1,0 +1,28 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, reporting what the guest got wrong
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_QRDMA_ERR_H
+#define HW_RDMA_QRDMA_ERR_H
+
+#include "qemu/log.h"
+
+/*
+ * A guest error: its own trace event (trace_qrdma_err_<what>, taking the
+ * arguments after fmt), a LOG_GUEST_ERROR line naming that event, and the
+ * device's guest-errors counter.  As NVME_GUEST_ERR, one condition, one
+ * event, so a trace can be filtered for exactly it.
+ */
+#define QRDMA_GUEST_ERR(core, what, fmt, ...)                               \
+    do {                                                                    \
+        (core)->counters.guest_errors++;                                    \
+        trace_qrdma_err_##what(__VA_ARGS__);                                \
+        qemu_log_mask(LOG_GUEST_ERROR, "qrdma: " #what ": " fmt "\n",       \
+                      ## __VA_ARGS__);                                      \
+    } while (0)
+
+#endif /* HW_RDMA_QRDMA_ERR_H */

@@ -1,0 +1,79 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, memory regions and windows
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_QRDMA_MR_H
+#define HW_RDMA_QRDMA_MR_H
+
+#include "hw/rdma/qrdma-hw.h"
+
+typedef struct QrdmaCore QrdmaCore;
+typedef struct QrdmaMr QrdmaMr;
+typedef struct QrdmaMw QrdmaMw;
+
+/*
+ * The one key lookup: the live MR or window in the slot a key names,
+ * whatever its key byte (the caller compares the whole key), or NULL.
+ */
+QrdmaMr *qrdma_mr_by_key(QrdmaCore *core, uint32_t key);
+QrdmaMw *qrdma_mw_by_key(QrdmaCore *core, uint32_t key);
+
+/*
+ * Local access: whether lkey lets a QP of pd (of user context uctx)
+ * access [addr, addr + len) with the given rights; the MR in *out (NULL
+ * for the local DMA lkey, whose addresses are guest addresses as they
+ * are, given to the kernel only).
+ */
+bool qrdma_mr_check(QrdmaCore *core, uint32_t key, uint32_t pd,
+                    uint32_t uctx, uint64_t addr, uint64_t len,
+                    uint32_t access, const QrdmaMr **out);
+/*
+ * Remote access at responder QP qpn of pd: a window's rkey passes when it
+ * is bound (type 2: to qpn), in pd, with the rights, over the range; the
+ * MR under it serves the access.  Any other key is an MR's.
+ */
+bool qrdma_rkey_check(QrdmaCore *core, uint32_t pd, uint32_t qpn,
+                      uint32_t uctx, uint32_t key, uint64_t addr,
+                      uint64_t len, uint32_t access, const QrdmaMr **out);
+/* FLUSH at the responder: the range, or with whole_mr the MR rkey names. */
+bool qrdma_mr_flush_check(QrdmaCore *core, uint32_t pd, uint32_t uctx,
+                          uint32_t rkey, bool whole_mr, uint64_t addr,
+                          uint64_t len);
+/*
+ * The guest address of iova in mr, and in *room the bytes contiguous from
+ * there (looking no further than want bytes).
+ */
+uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t want,
+                      uint64_t *room);
+
+/*
+ * Whether a page list of npages pages of 2^shift bytes describes exactly
+ * [iova, iova + length): the check that both REG_MR, the command, and the
+ * REG_MR work request make.  NULL, or what is wrong.
+ */
+const char *qrdma_mr_layout_check(uint64_t iova, uint64_t length,
+                                  unsigned shift, uint32_t npages);
+
+/*
+ * The memory work requests, BIND_MW, LOCAL_INV and REG_MR, of QP qpn in
+ * pd: the completion status.
+ */
+uint8_t qrdma_mr_wr(QrdmaCore *core, uint32_t pd, uint32_t uctx,
+                    uint32_t qpn, const struct qrdma_sq_wqe *wqe);
+/* SEND with invalidate arriving at QP qpn of pd: invalidates rkey. */
+void qrdma_mr_remote_inv(QrdmaCore *core, uint32_t pd, uint32_t qpn,
+                         uint32_t rkey);
+
+/* qrdma_cmd.c */
+void qrdma_mw_unbind(QrdmaCore *core, QrdmaMw *mw);
+/*
+ * Unbind the windows bound to the MR in slot mr_idx, or, with mr_idx -1,
+ * the type 2 windows bound to QP qpn.
+ */
+void qrdma_mw_unbind_all(QrdmaCore *core, int mr_idx, uint32_t qpn);
+
+#endif /* HW_RDMA_QRDMA_MR_H */

@@ -1,0 +1,208 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, scatter/gather lists and copies
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "system/dma.h"
+#include "qrdma.h"
+#include "qrdma_mr.h"
+#include "qrdma_sgl.h"
+
+void qrdma_iter_host(QrdmaIter *it, const void *buf, uint64_t len)
+{
+    it->core = NULL;
+    it->n = it->i = 0;
+    it->done = 0;
+    it->host = buf;
+    it->host_len = len;
+    it->host_done = 0;
+}
+
+void qrdma_iter_range(QrdmaIter *it, QrdmaCore *core, const QrdmaMr *mr,
+                      uint64_t addr, uint64_t len)
+{
+    it->core = core;
+    it->host = NULL;
+    it->host_len = it->host_done = 0;
+    it->i = 0;
+    it->done = 0;
+    it->n = len ? 1 : 0;
+    it->span[0].mr = mr;
+    it->span[0].addr = addr;
+    it->span[0].len = len;
+}
+
+bool qrdma_iter_sges(QrdmaIter *it, QrdmaCore *core, uint32_t pd,
+                     uint32_t uctx, const struct qrdma_sge *sge, unsigned num,
+                     uint32_t access)
+{
+    unsigned i;
+
+    qrdma_iter_range(it, core, NULL, 0, 0);
+    if (num > ARRAY_SIZE(it->span)) {
+        return false;
+    }
+    for (i = 0; i < num; i++) {
+        uint64_t addr = le64_to_cpu(sge[i].addr);
+        uint32_t len = le32_to_cpu(sge[i].length);
+
+        if (!len) {
+            continue;
+        }
+        if (!qrdma_mr_check(core, le32_to_cpu(sge[i].lkey), pd, uctx,
+                            addr, len, access, &it->span[it->n].mr)) {
+            return false;
+        }
+        it->span[it->n].addr = addr;
+        it->span[it->n].len = len;
+        it->n++;
+    }
+    return true;
+}
+
+uint64_t qrdma_iter_total(const QrdmaIter *it)
+{
+    uint64_t total = it->host ? it->host_len : 0;
+    unsigned i;
+
+    for (i = 0; i < it->n; i++) {
+        total += it->span[i].len;
+    }
+    return total;
+}
+
+bool qrdma_iter_skip(QrdmaIter *it, uint64_t len)
+{
+    if (it->host) {
+        if (len > it->host_len - it->host_done) {
+            return false;
+        }
+        it->host_done += len;
+        return true;
+    }
+    while (len) {
+        uint64_t n;
+
+        if (it->i == it->n) {
+            return false;
+        }
+        n = MIN(len, it->span[it->i].len - it->done);
+        it->done += n;
+        len -= n;
+        if (it->done == it->span[it->i].len) {
+            it->i++;
+            it->done = 0;
+        }
+    }
+    return true;
+}
+
+/*
+ * The next contiguous piece, at most max bytes: a host pointer, or a
+ * guest-physical address (*host NULL).
+ */
+static bool qrdma_iter_next(QrdmaIter *it, uint64_t max, uint64_t *gpa,
+                            const uint8_t **host, uint64_t *len)
+{
+    const QrdmaSpan *s;
+    uint64_t room;
+
+    *host = NULL;
+    if (it->host) {
+        if (it->host_done == it->host_len) {
+            return false;
+        }
+        *host = it->host + it->host_done;
+        *len = MIN(max, it->host_len - it->host_done);
+        return true;
+    }
+    while (it->i < it->n && it->done == it->span[it->i].len) {
+        it->i++;
+        it->done = 0;
+    }
+    if (it->i == it->n) {
+        return false;
+    }
+    s = &it->span[it->i];
+    if (s->mr) {
+        *gpa = qrdma_mr_gpa(s->mr, s->addr + it->done,
+                            MIN(max, s->len - it->done), &room);
+    } else {
+        *gpa = s->addr + it->done;
+        room = UINT64_MAX;
+    }
+    *len = MIN(MIN(room, s->len - it->done), max);
+    return true;
+}
+
+static void qrdma_iter_advance(QrdmaIter *it, uint64_t n)
+{
+    if (it->host) {
+        it->host_done += n;
+    } else {
+        it->done += n;
+    }
+}
+
+/*
+ * The two sides may overlap (an RDMA WRITE into the sender's own MR):
+ * memmove.
+ */
+bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
+{
+    while (len) {
+        uint64_t dgpa = 0, dlen, sgpa = 0, slen, n;
+        const uint8_t *dhost, *shost;
+        dma_addr_t dmap = 0, smap = 0;
+        uint8_t *d;
+        const uint8_t *s;
+
+        if (!qrdma_iter_next(dst, len, &dgpa, &dhost, &dlen) ||
+            !qrdma_iter_next(src, dlen, &sgpa, &shost, &slen)) {
+            return false;
+        }
+        n = MIN(dlen, slen);
+        if (dhost) {
+            d = (uint8_t *)dhost;
+        } else {
+            dmap = n;
+            d = qrdma_dma_map(dst->core, dgpa, &dmap,
+                              DMA_DIRECTION_FROM_DEVICE);
+            if (!d) {
+                return false;
+            }
+            n = MIN(n, dmap);
+        }
+        if (shost) {
+            s = shost;
+        } else {
+            smap = n;
+            s = qrdma_dma_map(src->core, sgpa, &smap,
+                              DMA_DIRECTION_TO_DEVICE);
+            if (!s) {
+                if (!dhost) {
+                    qrdma_dma_unmap(dst->core, d, dmap,
+                                    DMA_DIRECTION_FROM_DEVICE, 0);
+                }
+                return false;
+            }
+            n = MIN(n, smap);
+        }
+        memmove(d, s, n);
+        if (!shost) {
+            qrdma_dma_unmap(src->core, (void *)s, smap,
+                            DMA_DIRECTION_TO_DEVICE, n);
+        }
+        if (!dhost) {
+            qrdma_dma_unmap(dst->core, d, dmap, DMA_DIRECTION_FROM_DEVICE, n);
+        }
+        qrdma_iter_advance(src, n);
+        qrdma_iter_advance(dst, n);
+        len -= n;
+    }
+    return true;
+}

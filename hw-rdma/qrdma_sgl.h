@@ -1,0 +1,64 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, scatter/gather lists and copies
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_QRDMA_SGL_H
+#define HW_RDMA_QRDMA_SGL_H
+
+#include "hw/rdma/qrdma-hw.h"
+
+typedef struct QrdmaCore QrdmaCore;
+typedef struct QrdmaMr QrdmaMr;
+
+typedef struct QrdmaSpan {
+    const QrdmaMr *mr;                  /* NULL: untranslated guest address */
+    uint64_t addr;
+    uint64_t len;
+} QrdmaSpan;
+
+/*
+ * The bytes of a message, in order: spans of one device's guest memory
+ * (the SGEs of a WQE, a remote range), or bytes of the host (inline data,
+ * a received frame).  A position in it moves as bytes are copied or
+ * skipped, so a message can be moved a packet at a time.
+ */
+typedef struct QrdmaIter {
+    QrdmaCore *core;                    /* whose guest memory */
+    QrdmaSpan span[QRDMA_MAX_SEND_SGE];
+    unsigned n;
+    unsigned i;
+    uint64_t done;                      /* within span[i] */
+    const uint8_t *host;                /* or: host bytes */
+    uint64_t host_len;
+    uint64_t host_done;
+} QrdmaIter;
+
+/* An iterator over host bytes. */
+void qrdma_iter_host(QrdmaIter *it, const void *buf, uint64_t len);
+/* An iterator over one range of an MR of core (mr NULL: untranslated). */
+void qrdma_iter_range(QrdmaIter *it, QrdmaCore *core, const QrdmaMr *mr,
+                      uint64_t addr, uint64_t len);
+/*
+ * An iterator over SGEs of core, each checked against the PD and access
+ * rights: false (with a guest error) if one fails.  Empty SGEs are left
+ * out.
+ */
+bool qrdma_iter_sges(QrdmaIter *it, QrdmaCore *core, uint32_t pd,
+                     uint32_t uctx, const struct qrdma_sge *sge, unsigned num,
+                     uint32_t access);
+/* All the bytes, from the start. */
+uint64_t qrdma_iter_total(const QrdmaIter *it);
+/* Move the position len bytes on, copying nothing; false past the end. */
+bool qrdma_iter_skip(QrdmaIter *it, uint64_t len);
+/*
+ * Copy len bytes from src to dst, both moved on: one copy between mapped
+ * guest pages, each piece checked to be guest RAM as it is mapped.  False
+ * when either side ends first or a piece is not RAM.
+ */
+bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len);
+
+#endif /* HW_RDMA_QRDMA_SGL_H */
