@@ -115,6 +115,64 @@ typedef struct QrdmaSrq {
     uint32_t ci;
 } QrdmaSrq;
 
+/*
+ * The requester's progress through the SQ: which WQE it sends, and how
+ * far.  WQEs from sq_ci up to idx have gone out and wait for the
+ * completer; a retransmission moves idx back to sq_ci.
+ */
+typedef struct QrdmaReq {
+    uint32_t idx;                       /* SQ index of the WQE it sends */
+    uint32_t psn;                       /* of the next packet */
+    uint32_t sent;                      /* bytes of that message sent */
+    bool started;                       /* its WQE was checked and counted */
+    bool waiting;                       /* for the WQEs before it */
+} QrdmaReq;
+
+/* The completer: the oldest WQE not complete, sq_ci, and its answers. */
+typedef struct QrdmaComp {
+    uint32_t psn;                       /* first PSN of WQE sq_ci */
+    uint32_t read_done;                 /* READ response bytes placed */
+    uint8_t rnr_left;                   /* RNR retries left for the WQE */
+    uint8_t retry_left;                 /* transport retries left for it */
+    bool rnr_wait;                      /* waits for the RNR timer */
+    bool retry_armed;                   /* the ACK timer runs */
+} QrdmaComp;
+
+/* The responder: the PSN it expects and the message it is taking in. */
+typedef struct QrdmaResp {
+    uint32_t epsn;                      /* the next PSN expected */
+    uint32_t msn;                       /* messages completed */
+    bool nak_sent;                      /* a sequence NAK for epsn went */
+    uint8_t in_msg;                     /* QRDMA_OPF_SEND or _WRITE, or 0 */
+    uint32_t placed;                    /* bytes of it placed */
+    uint64_t wr_id;                     /* of the receive WQE it fills */
+    bool has_recv;                      /* a receive WQE was taken */
+    uint32_t mr_gen;                    /* sink checked at this MR gen */
+    struct qrdma_rq_wqe rwqe;           /* that WQE, as taken */
+    uint64_t va;                        /* a WRITE's range */
+    uint32_t rkey;
+    uint32_t dma_len;
+    QrdmaIter sink;                     /* where its bytes go */
+    /* the last atomic, answered again if its request comes again */
+    bool atomic_valid;
+    uint32_t atomic_psn;
+    uint64_t atomic_orig;
+} QrdmaResp;
+
+/*
+ * The send WQE the requester or completer works on, copied out of guest
+ * memory once and checked once, with the SGEs it names.
+ */
+typedef struct QrdmaWqeCache {
+    bool valid;
+    uint32_t idx;
+    uint32_t mr_gen;                    /* local iterator checked then */
+    uint8_t status;                     /* of the checks: a WC status */
+    uint64_t len;                       /* message length */
+    struct qrdma_sq_wqe wqe;
+    QrdmaIter local;                    /* source, or READ/atomic sink */
+} QrdmaWqeCache;
+
 typedef struct QrdmaQp {
     uint32_t qpn;
     uint32_t uctx;
@@ -135,17 +193,17 @@ typedef struct QrdmaQp {
 
     /* data path */
     uint32_t sq_pi;                     /* last doorbell value */
-    uint32_t sq_ci;                     /* WQEs done */
+    uint32_t sq_ci;                     /* WQEs complete */
     uint32_t rq_pi;
     uint32_t rq_ci;
     bool queued;                        /* on the device's work list */
     bool comm_est;                      /* first message seen */
     bool fatal;                         /* lost a completion: QP_FATAL */
-    uint8_t rnr_left;                   /* RNR retries left for this WQE */
-    uint8_t retry_left;                 /* transport retries left for it */
-    bool retry_wait;                    /* no answer: waits for its timer */
-    bool retry_due;                     /* that timer expired */
-    QEMUTimer *timer;                   /* the RNR or the retry wait */
+    QrdmaReq req;
+    QrdmaComp comp;
+    QrdmaResp resp;
+    QrdmaWqeCache wqe;
+    QEMUTimer *timer;                   /* the completer's RNR or retry wait */
     struct QrdmaCore *core;
     QSIMPLEQ_ENTRY(QrdmaQp) next;
 } QrdmaQp;
@@ -228,6 +286,18 @@ typedef struct QrdmaCounters {
     uint64_t eth_rx_dropped;
     uint64_t eth_tx_dropped;
     uint64_t sq_deferred;               /* doorbells left to the bottom half */
+    /* the transport */
+    uint64_t pkts_sent;
+    uint64_t pkts_rcvd;
+    uint64_t pkts_dropped;              /* for no QP, or not expected */
+    uint64_t dup_reqs;                  /* duplicate requests */
+    uint64_t out_of_seq;                /* requests ahead of the PSN */
+    uint64_t seq_naks_sent;
+    uint64_t seq_naks_rcvd;
+    uint64_t rnr_naks_sent;
+    uint64_t rnr_naks_rcvd;
+    uint64_t retransmits;               /* ACK timeouts with retries left */
+    uint64_t retry_exceeded;
 } QrdmaCounters;
 
 /*
@@ -279,8 +349,9 @@ typedef struct QrdmaCore {
     QEMUBH *dp_bh;
     QSIMPLEQ_HEAD(, QrdmaQp) work;      /* QPs with send work to do */
     QrdmaFabric *fabric_link;           /* the "fabric" property, or NULL */
-    QrdmaFabric *fabric;                /* the fabric joined */
-    QLIST_ENTRY(QrdmaCore) fabric_next;
+    QrdmaFabricPort port;               /* the loopback transport */
+    const QrdmaTransportOps *xport;     /* what carries packets */
+    uint32_t mr_gen;                    /* bumped when access is taken away */
 
     QrdmaCounters counters;
     Error *migration_blocker;

@@ -9,57 +9,118 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/module.h"
+#include "hw/qdev-core.h"
 #include "qrdma.h"
 #include "qrdma_fabric.h"
 #include "trace.h"
 
-QrdmaFabric *qrdma_fabric_default(void)
-{
-    static QrdmaFabric *fabric;
+#define QRDMA_FABRIC_DEFAULT "qrdma-fabric"
 
-    if (!fabric) {
-        fabric = QRDMA_FABRIC(object_new(TYPE_QRDMA_FABRIC));
+static QrdmaFabric *qrdma_fabric_default(void)
+{
+    Object *machine = qdev_get_machine();
+    Object *obj = object_resolve_path_component(machine,
+                                                QRDMA_FABRIC_DEFAULT);
+
+    if (!obj) {
+        obj = object_new(TYPE_QRDMA_FABRIC);
+        object_property_add_child(machine, QRDMA_FABRIC_DEFAULT, obj);
+        /* A device on no bus, realized as -device would. */
+        qdev_realize(DEVICE(obj), NULL, &error_abort);
+        object_unref(obj);
     }
-    return fabric;
+    return QRDMA_FABRIC(obj);
 }
 
-void qrdma_fabric_join(QrdmaFabric *fabric, QrdmaCore *core)
+void qrdma_fabric_join(QrdmaFabric *fabric, QrdmaFabricPort *port,
+                       QrdmaCore *core, QrdmaRxFn *rx)
 {
-    const char *id = object_get_canonical_path_component(OBJECT(fabric));
+    const char *id;
 
-    core->fabric = fabric;
-    QLIST_INSERT_HEAD(&fabric->members, core, fabric_next);
+    if (!fabric) {
+        fabric = qrdma_fabric_default();
+    }
+    id = object_get_canonical_path_component(OBJECT(fabric));
+    port->fabric = fabric;
+    port->core = core;
+    port->rx = rx;
+    QLIST_INSERT_HEAD(&fabric->members, port, next);
     trace_qrdma_fabric_join(id ? id : "(default)");
 }
 
-void qrdma_fabric_leave(QrdmaCore *core)
+void qrdma_fabric_leave(QrdmaFabricPort *port)
 {
-    if (core->fabric) {
-        QLIST_REMOVE(core, fabric_next);
-        core->fabric = NULL;
+    if (port->fabric) {
+        QLIST_REMOVE(port, next);
+        port->fabric = NULL;
     }
 }
 
-QrdmaQp *qrdma_fabric_find_qp(QrdmaFabric *fabric, const uint8_t *dgid,
-                              uint32_t qpn, QrdmaCore **dst_core)
+static bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid)
 {
-    QrdmaCore *c;
-    int i, idx;
+    int i;
 
-    QRDMA_FABRIC_FOREACH_MEMBER(c, fabric) {
-        for (i = 0; i < QRDMA_GID_TABLE_LEN; i++) {
-            if (c->gid[i].type && !memcmp(c->gid[i].gid, dgid, 16)) {
-                idx = qrdma_table_lookup(&c->qp_table, qpn);
-                if (idx < 0) {
-                    return NULL;
-                }
-                *dst_core = c;
-                return &c->qp[idx];
-            }
+    for (i = 0; i < QRDMA_GID_TABLE_LEN; i++) {
+        if (core->gid[i].type && !memcmp(core->gid[i].gid, gid, 16)) {
+            return true;
         }
     }
-    return NULL;
+    return false;
 }
+
+static bool qrdma_gid_is_multicast(const uint8_t *gid)
+{
+    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+    /* ff00::/8, or an IPv4-mapped 224.0.0.0/4 */
+    return gid[0] == 0xff ||
+           (!memcmp(gid, v4_prefix, 12) && (gid[12] & 0xf0) == 0xe0);
+}
+
+/*
+ * Each receiver reads the payload from where the sender left it: the
+ * iterator is put back after every delivery.
+ */
+static void qrdma_fabric_deliver(QrdmaFabricPort *port, QrdmaPkt *pkt)
+{
+    QrdmaIter saved;
+
+    if (!pkt->payload) {
+        port->rx(port->core, pkt);
+        return;
+    }
+    saved = *pkt->payload;
+    port->rx(port->core, pkt);
+    *pkt->payload = saved;
+}
+
+static void qrdma_fabric_xmit(QrdmaCore *core, QrdmaPkt *pkt)
+{
+    QrdmaFabric *fabric = core->port.fabric;
+    QrdmaFabricPort *p;
+
+    if (!fabric) {
+        return;
+    }
+    if (qrdma_gid_is_multicast(pkt->dgid)) {
+        QLIST_FOREACH(p, &fabric->members, next) {
+            qrdma_fabric_deliver(p, pkt);
+        }
+        return;
+    }
+    QLIST_FOREACH(p, &fabric->members, next) {
+        if (qrdma_fabric_owns_gid(p->core, pkt->dgid)) {
+            qrdma_fabric_deliver(p, pkt);
+            return;
+        }
+    }
+    trace_qrdma_fabric_no_route(pkt->dqpn, pkt->opcode);
+}
+
+const QrdmaTransportOps qrdma_fabric_ops = {
+    .name = "loopback",
+    .xmit = qrdma_fabric_xmit,
+};
 
 static void qrdma_fabric_init(Object *obj)
 {

@@ -101,6 +101,14 @@ bool qrdma_iter_skip(QrdmaIter *it, uint64_t len)
     return true;
 }
 
+void qrdma_iter_seek(QrdmaIter *it, uint64_t off)
+{
+    it->i = 0;
+    it->done = 0;
+    it->host_done = 0;
+    qrdma_iter_skip(it, off);
+}
+
 /*
  * The next contiguous piece, at most max bytes: a host pointer, or a
  * guest-physical address (*host NULL).
@@ -152,7 +160,7 @@ static void qrdma_iter_advance(QrdmaIter *it, uint64_t n)
  * The two sides may overlap (an RDMA WRITE into the sender's own MR):
  * memmove.
  */
-bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
+QrdmaCopy qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
 {
     while (len) {
         uint64_t dgpa = 0, dlen, sgpa = 0, slen, n;
@@ -161,9 +169,11 @@ bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
         uint8_t *d;
         const uint8_t *s;
 
-        if (!qrdma_iter_next(dst, len, &dgpa, &dhost, &dlen) ||
-            !qrdma_iter_next(src, dlen, &sgpa, &shost, &slen)) {
-            return false;
+        if (!qrdma_iter_next(dst, len, &dgpa, &dhost, &dlen)) {
+            return QRDMA_COPY_DST_ERR;
+        }
+        if (!qrdma_iter_next(src, dlen, &sgpa, &shost, &slen)) {
+            return QRDMA_COPY_SRC_ERR;
         }
         n = MIN(dlen, slen);
         if (dhost) {
@@ -173,7 +183,7 @@ bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
             d = qrdma_dma_map(dst->core, dgpa, &dmap,
                               DMA_DIRECTION_FROM_DEVICE);
             if (!d) {
-                return false;
+                return QRDMA_COPY_DST_ERR;
             }
             n = MIN(n, dmap);
         }
@@ -188,7 +198,7 @@ bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
                     qrdma_dma_unmap(dst->core, d, dmap,
                                     DMA_DIRECTION_FROM_DEVICE, 0);
                 }
-                return false;
+                return QRDMA_COPY_SRC_ERR;
             }
             n = MIN(n, smap);
         }
@@ -204,5 +214,5 @@ bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
         qrdma_iter_advance(dst, n);
         len -= n;
     }
-    return true;
+    return QRDMA_COPY_OK;
 }

@@ -54,11 +54,18 @@ bool qrdma_iter_sges(QrdmaIter *it, QrdmaCore *core, uint32_t pd,
 uint64_t qrdma_iter_total(const QrdmaIter *it);
 /* Move the position len bytes on, copying nothing; false past the end. */
 bool qrdma_iter_skip(QrdmaIter *it, uint64_t len);
+/* Move the position to off bytes from the start. */
+void qrdma_iter_seek(QrdmaIter *it, uint64_t off);
+typedef enum QrdmaCopy {
+    QRDMA_COPY_OK,
+    QRDMA_COPY_SRC_ERR,                 /* the source ended or is not RAM */
+    QRDMA_COPY_DST_ERR,                 /* the same of the destination */
+} QrdmaCopy;
+
 /*
  * Copy len bytes from src to dst, both moved on: one copy between mapped
- * guest pages, each piece checked to be guest RAM as it is mapped.  False
- * when either side ends first or a piece is not RAM.
+ * guest pages, each piece checked to be guest RAM as it is mapped.
  */
-bool qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len);
+QrdmaCopy qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len);
 
 #endif /* HW_RDMA_QRDMA_SGL_H */

@@ -2904,11 +2904,13 @@ static void test_bench_write(void *obj, void *data, QGuestAllocator *alloc)
     size_t i;
 
     env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn);
+    /* Connected both ways: the ACKs of b's responder go back to a. */
     bench_qp(&e, &a, QRDMA_QPT_RC);
+    bench_qp(&e, &b, QRDMA_QPT_RC);
     to_rtr(&e, &a, b.qpn);
+    to_rtr(&e, &b, a.qpn);
     to_rts(&e, &a, 0);
+    to_rts(&e, &b, 0);
     src = guest_alloc(alloc, BENCH_BUF);
     dst = guest_alloc(alloc, BENCH_BUF);
     key = bench_mr(&e, src);

@@ -1,0 +1,398 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, the completer
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The completer takes the responder's answers (ACK and NAK, READ
+ * responses, atomic ACKs) and completes send WQEs in order, from sq_ci:
+ * an ACK is cumulative, a READ or an atomic completes with its response.
+ * It runs the QP's timer: the local ACK timeout, 4.096 us * 2^timeout,
+ * after which what is outstanding goes again, up to retry_cnt times, and
+ * the RNR wait a responder asked for, up to rnr_retry times (7: for
+ * ever).  timeout 0 means no ACK timer: the request waits for as long as
+ * the QP stays in RTS.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/timer.h"
+#include "qrdma.h"
+#include "qrdma_dp.h"
+#include "qrdma_err.h"
+#include "trace.h"
+
+/*
+ * The IB RNR timer encoding (min_rnr_timer 0..31) in units of 10 us:
+ * 0 is the longest, 655.36 ms.
+ */
+static const uint32_t qrdma_rnr_10us[32] = {
+    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+    384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+    24576, 32768, 49152,
+};
+
+void qrdma_comp_reset(QrdmaQp *qp)
+{
+    qp->comp.rnr_left = qp->attr.rnr_retry;
+    qp->comp.retry_left = qp->attr.retry_cnt;
+}
+
+/* The PSNs WQE c takes, as the requester numbers its packets. */
+static uint32_t qrdma_comp_psns(const QrdmaQp *qp, const QrdmaWqeCache *c)
+{
+    uint8_t op = c->wqe.opcode;
+
+    if (op == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
+        op == QRDMA_WR_ATOMIC_FETCH_AND_ADD ||
+        op == QRDMA_WR_ATOMIC_WRITE || op == QRDMA_WR_FLUSH || !c->len) {
+        return 1;
+    }
+    return DIV_ROUND_UP(c->len, qrdma_qp_mtu(qp));
+}
+
+/*
+ * WQE sq_ci, which is c, is complete with status: its completion when
+ * signaled or failed, and for an error the QP's move down (S31: RC to
+ * ERR, UC and UD to SQE).
+ */
+static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
+                            uint8_t status, uint32_t psns)
+{
+    bool signaled = qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED);
+
+    qp->sq_ci++;
+    qp->comp.psn = (qp->comp.psn + psns) & QRDMA_PSN_MASK;
+    qp->comp.read_done = 0;
+    qrdma_comp_reset(qp);
+    if (signaled || status) {
+        struct qrdma_cqe cqe = {
+            .wr_id = c->wqe.wr_id,
+            .byte_len = cpu_to_le32(qrdma_wqe_is_read_or_atomic(
+                                        c->wqe.opcode) ? c->len : 0),
+            .qpn = cpu_to_le32(qp->qpn),
+            .opcode = qrdma_wc_opcode(c->wqe.opcode),
+            .status = status,
+        };
+
+        qrdma_qp_cqe(core, qp, false, &cqe, false);
+    }
+    if (status) {
+        qrdma_qp_to_err(core, qp, qp->type != QRDMA_QPT_RC);
+    } else if (qp->req.waiting && qp->req.idx == qp->sq_ci) {
+        /* A memory work request waited for this one. */
+        qp->req.waiting = false;
+        qrdma_dp_kick(core, qp);
+    }
+}
+
+void qrdma_comp_local(QrdmaCore *core, QrdmaQp *qp, uint8_t status)
+{
+    qrdma_comp_done(core, qp, &qp->wqe, status, 0);
+}
+
+bool qrdma_comp_take_unacked(QrdmaCore *core, QrdmaQp *qp,
+                             struct qrdma_cqe *cqe)
+{
+    QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->sq_ci);
+
+    if (!c) {
+        return false;
+    }
+    qp->sq_ci++;
+    qp->comp.psn = (qp->comp.psn + qrdma_comp_psns(qp, c)) & QRDMA_PSN_MASK;
+    memset(cqe, 0, sizeof(*cqe));
+    cqe->wr_id = c->wqe.wr_id;
+    cqe->qpn = cpu_to_le32(qp->qpn);
+    cqe->opcode = qrdma_wc_opcode(c->wqe.opcode);
+    cqe->status = QRDMA_WC_SUCCESS;
+    return qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED);
+}
+
+static bool qrdma_comp_outstanding(const QrdmaQp *qp)
+{
+    return qp->sq_ci != qp->req.idx || qp->req.sent;
+}
+
+void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp)
+{
+    if (qp->type != QRDMA_QPT_RC || !qp->attr.timeout ||
+        qp->comp.retry_armed || qp->comp.rnr_wait ||
+        !qrdma_comp_outstanding(qp) || qp->state != QRDMA_QPS_RTS) {
+        return;
+    }
+    qp->comp.retry_armed = true;
+    timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+              (4096ll << qp->attr.timeout));
+}
+
+/* Progress: the ACK timer starts over for what is still outstanding. */
+static void qrdma_comp_progress(QrdmaCore *core, QrdmaQp *qp)
+{
+    if (qp->comp.retry_armed) {
+        qp->comp.retry_armed = false;
+        timer_del(qp->timer);
+        qrdma_comp_arm_retry(core, qp);
+    }
+}
+
+/*
+ * Complete, in order, the WQEs an ACK of psn covers: all whose last
+ * packet is at or before it, up to the first READ or atomic, which waits
+ * for its response.  Returns whether all up to psn are complete.
+ */
+static bool qrdma_comp_ack_upto(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
+{
+    bool moved = false;
+
+    while (qp->sq_ci != qp->req.idx) {
+        QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->sq_ci);
+        uint32_t psns;
+
+        if (!c) {
+            return false;
+        }
+        psns = qrdma_comp_psns(qp, c);
+        if (qrdma_psn_diff(psn, qp->comp.psn + psns - 1) < 0) {
+            break;
+        }
+        if (qrdma_wqe_is_read_or_atomic(c->wqe.opcode)) {
+            break;
+        }
+        qrdma_comp_done(core, qp, c, QRDMA_WC_SUCCESS, psns);
+        moved = true;
+        if (qp->state != QRDMA_QPS_RTS && qp->state != QRDMA_QPS_SQD) {
+            return false;
+        }
+    }
+    if (moved) {
+        qrdma_comp_progress(core, qp);
+    }
+    return qrdma_psn_diff(psn, qp->comp.psn) < 0;
+}
+
+static uint8_t qrdma_comp_nak_status(uint8_t code)
+{
+    switch (code) {
+    case QRDMA_NAK_INV_REQ:
+    case QRDMA_NAK_INV_RD_REQ:
+        return QRDMA_WC_REM_INV_REQ_ERR;
+    case QRDMA_NAK_REM_ACCESS_ERR:
+        return QRDMA_WC_REM_ACCESS_ERR;
+    default:
+        return QRDMA_WC_REM_OP_ERR;
+    }
+}
+
+/*
+ * An RNR NAK: while retries are left, the WQE waits for the responder's
+ * RNR timer and goes again (rnr_retry 7 means for ever).
+ */
+static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
+{
+    QrdmaWqeCache *c;
+
+    core->counters.rnr_naks_rcvd++;
+    if (qp->comp.rnr_left == 0) {
+        c = qrdma_wqe_get(core, qp, qp->sq_ci);
+        if (c) {
+            qrdma_comp_done(core, qp, c, QRDMA_WC_RNR_RETRY_EXC_ERR, 0);
+        }
+        return;
+    }
+    if (qp->comp.rnr_left != 7) {
+        qp->comp.rnr_left--;
+    }
+    trace_qrdma_rnr(qp->qpn, qp->comp.rnr_left);
+    qrdma_req_rewind(qp);
+    qp->comp.rnr_wait = true;
+    qp->comp.retry_armed = false;
+    timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+              (int64_t)qrdma_rnr_10us[timer & 31] * 10 * SCALE_US);
+}
+
+static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+{
+    uint8_t type = QRDMA_AETH_TYPE(pkt->syndrome);
+    QrdmaWqeCache *c;
+
+    if (type == QRDMA_AETH_ACK) {
+        qrdma_comp_ack_upto(core, qp, pkt->psn);
+        return;
+    }
+    /* A NAK acknowledges everything before the PSN it names. */
+    if (!qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK) ||
+        qp->sq_ci == qp->req.idx || pkt->psn != qp->comp.psn) {
+        return;
+    }
+    if (type == QRDMA_AETH_RNR_NAK) {
+        qrdma_comp_rnr(core, qp, pkt->syndrome & 0x1f);
+        return;
+    }
+    if ((pkt->syndrome & 0x1f) == QRDMA_NAK_PSN_SEQ_ERR) {
+        /* The responder missed packets: all from that one go again. */
+        core->counters.seq_naks_rcvd++;
+        qrdma_req_rewind(qp);
+        qrdma_dp_kick(core, qp);
+        return;
+    }
+    c = qrdma_wqe_get(core, qp, qp->sq_ci);
+    if (c) {
+        qrdma_comp_done(core, qp, c,
+                        qrdma_comp_nak_status(pkt->syndrome & 0x1f), 0);
+    }
+}
+
+/* A READ response packet: its bytes go to the WQE's SGEs, in order. */
+static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
+                                 QrdmaPkt *pkt, uint32_t flags)
+{
+    QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->sq_ci);
+    uint32_t mtu = qrdma_qp_mtu(qp);
+    uint32_t off = qp->comp.read_done;
+    QrdmaCopy res;
+
+    if (!c || c->wqe.opcode != QRDMA_WR_RDMA_READ ||
+        pkt->psn != ((qp->comp.psn + off / mtu) & QRDMA_PSN_MASK) ||
+        !(flags & QRDMA_OPF_FIRST) != !!off ||
+        pkt->paylen > c->len - off ||
+        ((flags & QRDMA_OPF_LAST) ? pkt->paylen != c->len - off :
+                                    pkt->paylen != mtu)) {
+        /* Not the one awaited: one that was, lost, makes the timer fire. */
+        core->counters.pkts_dropped++;
+        trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
+        return;
+    }
+    qrdma_iter_seek(&c->local, off);
+    res = qrdma_copy(pkt->payload, &c->local, pkt->paylen);
+    if (res != QRDMA_COPY_OK) {
+        qrdma_comp_done(core, qp, c, res == QRDMA_COPY_SRC_ERR ?
+                        QRDMA_WC_REM_ACCESS_ERR : QRDMA_WC_LOC_PROT_ERR, 0);
+        return;
+    }
+    qp->comp.read_done += pkt->paylen;
+    if (flags & QRDMA_OPF_LAST) {
+        qrdma_comp_done(core, qp, c, QRDMA_WC_SUCCESS,
+                        qrdma_comp_psns(qp, c));
+        qrdma_comp_progress(core, qp);
+    }
+}
+
+static void qrdma_comp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
+                                  QrdmaPkt *pkt)
+{
+    QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->sq_ci);
+    uint64_t orig = cpu_to_le64(pkt->orig);
+    QrdmaIter oi;
+
+    if (!c || pkt->psn != qp->comp.psn ||
+        (c->wqe.opcode != QRDMA_WR_ATOMIC_CMP_AND_SWP &&
+         c->wqe.opcode != QRDMA_WR_ATOMIC_FETCH_AND_ADD)) {
+        core->counters.pkts_dropped++;
+        trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
+        return;
+    }
+    qrdma_iter_host(&oi, &orig, 8);
+    qrdma_iter_seek(&c->local, 0);
+    qrdma_comp_done(core, qp, c,
+                    qrdma_copy(&oi, &c->local, 8) == QRDMA_COPY_OK ?
+                    QRDMA_WC_SUCCESS : QRDMA_WC_LOC_PROT_ERR, 1);
+    qrdma_comp_progress(core, qp);
+}
+
+void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+{
+    uint32_t flags = qrdma_op_flags(pkt->opcode);
+
+    if (qp->type != QRDMA_QPT_RC ||
+        QRDMA_OP_TRANSPORT(pkt->opcode) != QRDMA_OP_RC ||
+        (qp->state != QRDMA_QPS_RTS && qp->state != QRDMA_QPS_SQD)) {
+        core->counters.pkts_dropped++;
+        return;
+    }
+    if (pkt->opcode == QRDMA_OP_ACK) {
+        qrdma_comp_aeth(core, qp, pkt);
+        return;
+    }
+    /* A response acknowledges every request before it. */
+    if (!qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK) &&
+        qp->sq_ci == qp->req.idx) {
+        return;
+    }
+    if (pkt->opcode == QRDMA_OP_ATOMIC_ACK) {
+        qrdma_comp_atomic_ack(core, qp, pkt);
+    } else {
+        qrdma_comp_read_resp(core, qp, pkt, flags);
+    }
+}
+
+/*
+ * The QP's timer: an RNR wait is over, or nothing answered within the
+ * local ACK timeout.  Then what is outstanding goes again from the oldest
+ * WQE, while retries are left; after the last, that WQE fails.
+ */
+void qrdma_comp_timer(void *opaque)
+{
+    QrdmaQp *qp = opaque;
+    QrdmaCore *core = qp->core;
+    QrdmaWqeCache *c;
+
+    if (qp->comp.rnr_wait) {
+        qp->comp.rnr_wait = false;
+        qrdma_dp_kick(core, qp);
+        return;
+    }
+    if (!qp->comp.retry_armed) {
+        return;
+    }
+    qp->comp.retry_armed = false;
+    if (!qrdma_comp_outstanding(qp) || qp->state != QRDMA_QPS_RTS) {
+        return;
+    }
+    if (!qp->comp.retry_left) {
+        core->counters.retry_exceeded++;
+        c = qrdma_wqe_get(core, qp, qp->sq_ci);
+        if (c) {
+            qrdma_comp_done(core, qp, c, QRDMA_WC_RETRY_EXC_ERR, 0);
+        }
+        return;
+    }
+    qp->comp.retry_left--;
+    core->counters.retransmits++;
+    trace_qrdma_retry(qp->qpn, qp->comp.retry_left);
+    qrdma_req_rewind(qp);
+    qrdma_dp_kick(core, qp);
+}
+
+void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp)
+{
+    while (qp->sq_ci != qp->sq_pi) {
+        struct qrdma_sq_wqe wqe;
+        uint64_t addr = qrdma_ring_addr(&qp->sq, qp->sq_ci, qp->sq_log2,
+                                       QRDMA_SQ_WQE_SIZE);
+        struct qrdma_cqe cqe = {
+            .qpn = cpu_to_le32(qp->qpn),
+            .status = QRDMA_WC_WR_FLUSH_ERR,
+        };
+
+        if (qp->wqe.valid && qp->wqe.idx == qp->sq_ci) {
+            wqe.wr_id = qp->wqe.wqe.wr_id;
+            wqe.opcode = qp->wqe.wqe.opcode;
+        } else if (!qrdma_dma_read(core, addr, &wqe,
+                                   offsetof(typeof(wqe), rsvd0))) {
+            wqe.wr_id = 0;
+            wqe.opcode = QRDMA_WR_SEND;
+        }
+        /* S30: flushed WRs always complete, signaled or not. */
+        cqe.wr_id = wqe.wr_id;
+        cqe.opcode = qrdma_wc_opcode(wqe.opcode);
+        qrdma_qp_cqe(core, qp, false, &cqe, false);
+        qp->sq_ci++;
+    }
+    qp->wqe.valid = false;
+    qp->req.idx = qp->sq_ci;
+    qp->req.sent = 0;
+    qp->req.started = false;
+    qp->comp.psn = qp->req.psn;
+    qp->comp.read_done = 0;
+}

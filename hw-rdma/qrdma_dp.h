@@ -1,0 +1,67 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, the transport engines
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_QRDMA_DP_H
+#define HW_RDMA_QRDMA_DP_H
+
+#include "qrdma.h"
+#include "qrdma_pkt.h"
+
+/*
+ * The channel adapter's transport as the InfiniBand specification splits
+ * it: the requester (qrdma_req.c) turns send WQEs into request packets,
+ * the responder (qrdma_resp.c) carries out requests and answers them, the
+ * completer (qrdma_comp.c) turns answers into send completions and runs
+ * the retry and RNR timers.  qrdma_dp.c schedules them, takes in packets
+ * and follows the QPs' state changes.  They meet only through packets and
+ * the QP's state, so a QP can stop between any two packets.
+ */
+
+/* qrdma_dp.c */
+void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
+void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only);
+/* A completion of qp; a CQ that cannot take it makes the QP fatal. */
+void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
+                  struct qrdma_cqe *cqe, bool solicited);
+uint32_t qrdma_qp_mtu(const QrdmaQp *qp);
+/* The send WQE at SQ index idx, read and checked once. */
+QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx);
+bool qrdma_wqe_is_read_or_atomic(uint8_t opcode);
+/* The completion opcode of a send WQE's opcode. */
+uint8_t qrdma_wc_opcode(uint8_t wr_opcode);
+
+/* qrdma_req.c */
+void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
+                   uint64_t *bytes);
+void qrdma_req_rewind(QrdmaQp *qp);
+
+/* qrdma_resp.c */
+void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
+bool qrdma_resp_take_recv(QrdmaCore *core, QrdmaQp *qp,
+                          struct qrdma_rq_wqe *wqe);
+void qrdma_resp_flush_rq(QrdmaCore *core, QrdmaQp *qp);
+
+/* qrdma_comp.c */
+void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
+/*
+ * UC and UD: WQE sq_ci is done when its last packet leaves.  It is taken
+ * before the packet leaves, so that a flush its own responder causes
+ * meanwhile (a QP sending to itself) does not take it too; its completion,
+ * filled in *cqe, is written after, when this returns true (signaled).
+ */
+bool qrdma_comp_take_unacked(QrdmaCore *core, QrdmaQp *qp,
+                             struct qrdma_cqe *cqe);
+/* A WQE done at the requester (local, or refused): complete in order. */
+void qrdma_comp_local(QrdmaCore *core, QrdmaQp *qp, uint8_t status);
+void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_comp_timer(void *opaque);
+void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_comp_reset(QrdmaQp *qp);
+
+#endif /* HW_RDMA_QRDMA_DP_H */

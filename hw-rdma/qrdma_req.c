@@ -1,0 +1,286 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, the requester
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The requester takes send WQEs in order and turns each into request
+ * packets of at most the path MTU: a SEND or WRITE into first, middle and
+ * last packets, a READ into one request for all its response packets'
+ * PSNs, an atomic into one.  Its progress (the WQE, the bytes sent, the
+ * next PSN) is kept in the QP, so it stops between any two packets (a
+ * doorbell's byte budget, an RNR wait) and goes on from there.  The
+ * memory work requests (BIND_MW, LOCAL_INV, REG_MR) and refused WQEs it
+ * completes itself, in order with those it sent.
+ */
+
+#include "qemu/osdep.h"
+#include "qrdma.h"
+#include "qrdma_dp.h"
+#include "qrdma_mr.h"
+#include "qrdma_err.h"
+#include "trace.h"
+
+/* The UD message limit: one packet of the port's MTU. */
+#define QRDMA_UD_MTU 4096
+
+static bool qrdma_wr_is_local(uint8_t opcode)
+{
+    return opcode == QRDMA_WR_BIND_MW || opcode == QRDMA_WR_LOCAL_INV ||
+           opcode == QRDMA_WR_REG_MR;
+}
+
+/* The BTH opcode of a packet of a SEND or WRITE, by its place. */
+static uint8_t qrdma_req_opcode(uint8_t wr_opcode, bool first, bool last)
+{
+    bool only = first && last;
+
+    switch (wr_opcode) {
+    case QRDMA_WR_SEND:
+        return only ? QRDMA_OP_SEND_ONLY : first ? QRDMA_OP_SEND_FIRST :
+               last ? QRDMA_OP_SEND_LAST : QRDMA_OP_SEND_MIDDLE;
+    case QRDMA_WR_SEND_WITH_IMM:
+        return only ? QRDMA_OP_SEND_ONLY_IMM : first ? QRDMA_OP_SEND_FIRST :
+               last ? QRDMA_OP_SEND_LAST_IMM : QRDMA_OP_SEND_MIDDLE;
+    case QRDMA_WR_SEND_WITH_INV:
+        return only ? QRDMA_OP_SEND_ONLY_INV : first ? QRDMA_OP_SEND_FIRST :
+               last ? QRDMA_OP_SEND_LAST_INV : QRDMA_OP_SEND_MIDDLE;
+    case QRDMA_WR_RDMA_WRITE:
+        return only ? QRDMA_OP_WRITE_ONLY : first ? QRDMA_OP_WRITE_FIRST :
+               last ? QRDMA_OP_WRITE_LAST : QRDMA_OP_WRITE_MIDDLE;
+    case QRDMA_WR_RDMA_WRITE_WITH_IMM:
+        return only ? QRDMA_OP_WRITE_ONLY_IMM : first ? QRDMA_OP_WRITE_FIRST :
+               last ? QRDMA_OP_WRITE_LAST_IMM : QRDMA_OP_WRITE_MIDDLE;
+    case QRDMA_WR_RDMA_READ:
+        return QRDMA_OP_READ_REQ;
+    case QRDMA_WR_ATOMIC_CMP_AND_SWP:
+        return QRDMA_OP_CMP_SWAP;
+    case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        return QRDMA_OP_FETCH_ADD;
+    case QRDMA_WR_ATOMIC_WRITE:
+        return QRDMA_OP_ATOMIC_WRITE;
+    default:
+        return QRDMA_OP_FLUSH;
+    }
+}
+
+/* The network header of a packet to av, from the QP's port. */
+static void qrdma_req_addr(QrdmaCore *core, const struct qrdma_av *av,
+                           QrdmaPkt *pkt)
+{
+    /* The index was checked when the AV was set. */
+    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ? av->sgid_index : 0;
+
+    memcpy(pkt->sgid, core->gid[sgid].gid, 16);
+    memcpy(pkt->dgid, av->dgid, 16);
+    pkt->traffic_class = av->traffic_class;
+    pkt->hop_limit = av->hop_limit;
+    pkt->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
+}
+
+/*
+ * The headers a WQE's request packets carry besides the BTH: RETH,
+ * AtomicETH, FETH, ImmDt or IETH (these last on the last packet only).
+ */
+static void qrdma_req_ext(const struct qrdma_sq_wqe *wqe, uint64_t len,
+                          QrdmaPkt *pkt)
+{
+    switch (wqe->opcode) {
+    case QRDMA_WR_RDMA_WRITE:
+    case QRDMA_WR_RDMA_WRITE_WITH_IMM:
+    case QRDMA_WR_RDMA_READ:
+    case QRDMA_WR_ATOMIC_WRITE:
+        pkt->va = le64_to_cpu(wqe->rdma.remote_addr);
+        pkt->rkey = le32_to_cpu(wqe->rdma.rkey);
+        pkt->dma_len = len;
+        pkt->atomic_data = wqe->rdma.compare_add;
+        break;
+    case QRDMA_WR_ATOMIC_CMP_AND_SWP:
+    case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        pkt->va = le64_to_cpu(wqe->rdma.remote_addr);
+        pkt->rkey = le32_to_cpu(wqe->rdma.rkey);
+        pkt->compare = le64_to_cpu(wqe->rdma.compare_add);
+        pkt->swap_add = wqe->opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ?
+                        le64_to_cpu(wqe->rdma.swap) :
+                        le64_to_cpu(wqe->rdma.compare_add);
+        break;
+    case QRDMA_WR_FLUSH:
+        pkt->va = le64_to_cpu(wqe->flush.remote_addr);
+        pkt->rkey = le32_to_cpu(wqe->flush.rkey);
+        pkt->dma_len = le64_to_cpu(wqe->flush.length);
+        pkt->flush_type = wqe->flush.type;
+        pkt->flush_level = wqe->flush.level;
+        break;
+    }
+    pkt->imm = wqe->imm_data;
+}
+
+/*
+ * UD and GSI: the AH and the Q_Key the WQE names.  A message nobody takes
+ * is lost, as on a wire.
+ */
+static uint8_t qrdma_req_ud_addr(QrdmaCore *core, QrdmaQp *qp,
+                                 const struct qrdma_sq_wqe *wqe,
+                                 uint64_t len, QrdmaPkt *pkt)
+{
+    int ah = qrdma_table_lookup(&core->ah_table, le32_to_cpu(wqe->ud.ah));
+    uint32_t qkey = le32_to_cpu(wqe->ud.remote_qkey);
+
+    if (ah < 0 || core->ah[ah].uctx != qp->uctx ||
+        core->ah[ah].pd != qp->pd) {
+        return QRDMA_WC_LOC_QP_OP_ERR;
+    }
+    if (len > QRDMA_UD_MTU) {
+        return QRDMA_WC_LOC_LEN_ERR;
+    }
+    qrdma_req_addr(core, &core->ah[ah].av, pkt);
+    /* IB: a Q_Key with the high bit set means the QP's own. */
+    pkt->qkey = qkey & 0x80000000u ? le32_to_cpu(qp->attr.qkey) : qkey;
+    pkt->sqpn = qp->qpn;
+    pkt->dqpn = le32_to_cpu(wqe->ud.remote_qpn) & QRDMA_PSN_MASK;
+    return QRDMA_WC_SUCCESS;
+}
+
+/* The PSNs a READ takes: one per response packet. */
+static uint32_t qrdma_req_read_psns(uint64_t len, uint32_t mtu)
+{
+    return len ? DIV_ROUND_UP(len, mtu) : 1;
+}
+
+/* A memory work request, or a WQE refused: done here, once it is oldest. */
+static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
+{
+    uint8_t status = c->status;
+
+    if (qp->sq_ci != qp->req.idx) {
+        /* Completions go in order: the completer calls again. */
+        qp->req.waiting = true;
+        return false;
+    }
+    if (!status) {
+        status = qrdma_mr_wr(core, qp->pd, qp->uctx, qp->qpn, &c->wqe);
+    }
+    qp->req.idx++;
+    qp->req.sent = 0;
+    qp->req.started = false;
+    qrdma_comp_local(core, qp, status);
+    return true;
+}
+
+/*
+ * Send the next packet of WQE c: false when it cannot go (a UD address
+ * the WQE got wrong, which completes it with an error).
+ */
+static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
+                             uint64_t *bytes)
+{
+    const struct qrdma_sq_wqe *wqe = &c->wqe;
+    uint32_t mtu = qrdma_qp_mtu(qp);
+    bool ud = qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI;
+    bool first = qp->req.sent == 0;
+    uint64_t left = c->len - qp->req.sent;
+    uint32_t paylen = 0, psns = 1;
+    bool last = true, signaled = false;
+    struct qrdma_cqe cqe;
+    QrdmaPkt pkt = { };
+
+    if (ud) {
+        uint8_t status = qrdma_req_ud_addr(core, qp, wqe, c->len, &pkt);
+
+        if (status) {
+            c->status = status;
+            return false;
+        }
+        paylen = c->len;
+    } else {
+        qrdma_req_addr(core, &qp->attr.av, &pkt);
+        pkt.dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
+        if (wqe->opcode == QRDMA_WR_RDMA_READ) {
+            psns = qrdma_req_read_psns(c->len, mtu);
+        } else if (!qrdma_wqe_is_read_or_atomic(wqe->opcode) &&
+                   wqe->opcode != QRDMA_WR_FLUSH) {
+            paylen = MIN(left, mtu);
+            last = paylen == left;
+        }
+    }
+    pkt.opcode = qrdma_req_opcode(wqe->opcode, first, last) |
+                 (ud ? QRDMA_OP_UD :
+                  qp->type == QRDMA_QPT_UC ? QRDMA_OP_UC : QRDMA_OP_RC);
+    pkt.pkey = 0xffff;
+    pkt.psn = qp->req.psn;
+    pkt.ack_req = last && qp->type == QRDMA_QPT_RC;
+    pkt.solicited = last && (wqe->flags & QRDMA_WQE_F_SOLICITED);
+    if (first || last) {
+        qrdma_req_ext(wqe, c->len, &pkt);
+    }
+    /* ATOMIC_WRITE's 8 bytes of payload travel in pkt.atomic_data. */
+    pkt.paylen = paylen;
+    if (paylen) {
+        qrdma_iter_seek(&c->local, qp->req.sent);
+        pkt.payload = &c->local;
+    }
+
+    /*
+     * The QP's progress moves before the packet leaves: on the loopback
+     * its answer comes back before qrdma_dp_xmit returns.
+     */
+    qp->req.psn = (qp->req.psn + psns) & QRDMA_PSN_MASK;
+    qp->req.sent += paylen;
+    *bytes -= MIN(*bytes, paylen);
+    if (last) {
+        qp->req.idx++;
+        qp->req.sent = 0;
+        qp->req.started = false;
+        if (qp->type != QRDMA_QPT_RC) {
+            signaled = qrdma_comp_take_unacked(core, qp, &cqe);
+        }
+    }
+    qrdma_dp_xmit(core, qp, &pkt);
+    if (signaled) {
+        qrdma_qp_cqe(core, qp, false, &cqe, false);
+    }
+    return true;
+}
+
+void qrdma_req_rewind(QrdmaQp *qp)
+{
+    qp->req.idx = qp->sq_ci;
+    qp->req.psn = qp->comp.psn;
+    qp->req.sent = 0;
+    qp->req.started = false;
+}
+
+/*
+ * Send packets of qp's WQEs, at most budget WQEs and about *bytes of
+ * payload (reduced by what went): it stops between packets.
+ */
+void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
+                   uint64_t *bytes)
+{
+    while (budget && *bytes && qp->state == QRDMA_QPS_RTS &&
+           !qp->comp.rnr_wait && qp->req.idx != qp->sq_pi) {
+        QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->req.idx);
+        uint32_t idx = qp->req.idx;
+
+        if (!c) {
+            return;
+        }
+        if (!qp->req.started) {
+            qp->req.started = true;
+            core->counters.wqes++;
+            trace_qrdma_wqe(qp->qpn, idx, c->wqe.opcode, c->wqe.flags);
+        }
+        if (c->status || qrdma_wr_is_local(c->wqe.opcode)) {
+            if (!qrdma_req_local(core, qp, c)) {
+                break;
+            }
+        } else if (!qrdma_req_packet(core, qp, c, bytes)) {
+            continue;
+        }
+        if (qp->req.idx != idx) {
+            budget--;
+        }
+    }
+    qrdma_comp_arm_retry(core, qp);
+}

@@ -1,0 +1,749 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, the responder
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The responder takes request packets: it checks the QP's state, the PSN
+ * (RC: a packet ahead of it is answered with one sequence NAK, one behind
+ * it is a duplicate, answered again but not carried out again) and the
+ * order of a message's packets; places SENDs in receive WQEs (from the
+ * SRQ if the QP has one) and WRITEs in the range the rkey grants, carries
+ * out READs, atomics, ATOMIC_WRITE and FLUSH, writes receive completions,
+ * and answers: ACK, NAK, READ responses, atomic ACKs.  What it is taking
+ * in (the receive WQE, the range, the bytes placed) is kept in the QP, so
+ * a message may arrive a packet at a time.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/atomic.h"
+#include "net/checksum.h"
+#include "system/dma.h"
+#include "qrdma.h"
+#include "qrdma_dp.h"
+#include "qrdma_mr.h"
+#include "qrdma_err.h"
+#include "trace.h"
+
+typedef enum {
+    QRDMA_RX_OK,
+    QRDMA_RX_DROP,                      /* silently: UC, UD */
+    QRDMA_RX_RNR,                       /* no receive WQE posted */
+    QRDMA_RX_LEN,                       /* message too long */
+    QRDMA_RX_PROT,                      /* bad receive WQE */
+    QRDMA_RX_ACCESS,                    /* bad rkey or rights */
+    QRDMA_RX_INV_REQ,                   /* request the responder refuses */
+} QrdmaRxResult;
+
+/* Receive queues */
+
+/* Whether a receive WQE is there to take. */
+static bool qrdma_resp_recv_ready(QrdmaCore *core, QrdmaQp *qp)
+{
+    int idx;
+
+    if (!qp->srq) {
+        return qp->rq_ci != qp->rq_pi;
+    }
+    idx = qrdma_table_lookup(&core->srq_table, qp->srq);
+    return idx >= 0 && core->srq[idx].ci != core->srq[idx].pi;
+}
+
+/* Take the next receive WQE of a QP (from its SRQ if it has one). */
+bool qrdma_resp_take_recv(QrdmaCore *core, QrdmaQp *qp,
+                          struct qrdma_rq_wqe *wqe)
+{
+    const QrdmaPages *ring;
+    uint32_t *ci, pi, log2;
+    QrdmaSrq *srq = NULL;
+    int idx;
+
+    if (qp->srq) {
+        idx = qrdma_table_lookup(&core->srq_table, qp->srq);
+        if (idx < 0) {
+            return false;
+        }
+        srq = &core->srq[idx];
+        ring = &srq->ring;
+        ci = &srq->ci;
+        pi = srq->pi;
+        log2 = srq->log2;
+    } else {
+        ring = &qp->rq;
+        ci = &qp->rq_ci;
+        pi = qp->rq_pi;
+        log2 = qp->rq_log2;
+    }
+    if (*ci == pi) {
+        return false;
+    }
+    if (!qrdma_dma_read(core, qrdma_ring_addr(ring, *ci, log2,
+                                              QRDMA_RQ_WQE_SIZE),
+                        wqe, sizeof(*wqe))) {
+        memset(wqe, 0, sizeof(*wqe));
+        wqe->num_sge = cpu_to_le32(UINT32_MAX);
+    }
+    (*ci)++;
+    if (srq && srq->limit && pi - *ci < srq->limit) {
+        /* Armed once by MODIFY_SRQ; fires once. */
+        srq->limit = 0;
+        qrdma_event(core, QRDMA_EV_SRQ_LIMIT_REACHED, srq->handle);
+    }
+    return true;
+}
+
+void qrdma_resp_flush_rq(QrdmaCore *core, QrdmaQp *qp)
+{
+    while (qp->rq_ci != qp->rq_pi) {
+        uint64_t addr = qrdma_ring_addr(&qp->rq, qp->rq_ci, qp->rq_log2,
+                                       QRDMA_RQ_WQE_SIZE);
+        struct qrdma_cqe cqe = {
+            .qpn = cpu_to_le32(qp->qpn),
+            .opcode = QRDMA_WC_RECV,
+            .status = QRDMA_WC_WR_FLUSH_ERR,
+            .is_recv = 1,
+        };
+
+        qrdma_dma_read(core, addr, &cqe.wr_id, sizeof(cqe.wr_id));
+        qrdma_qp_cqe(core, qp, true, &cqe, false);
+        qp->rq_ci++;
+    }
+}
+
+/* A receive completion of the WQE the message took. */
+static void qrdma_resp_cqe(QrdmaCore *core, QrdmaQp *qp, uint8_t status,
+                           struct qrdma_cqe *cqe, bool solicited)
+{
+    cqe->wr_id = qp->resp.wr_id;
+    cqe->qpn = cpu_to_le32(qp->qpn);
+    cqe->is_recv = 1;
+    cqe->status = status;
+    if (!cqe->opcode) {
+        cqe->opcode = QRDMA_WC_RECV;
+    }
+    qrdma_qp_cqe(core, qp, true, cqe, solicited);
+}
+
+/* The WQE taken is refused (bad SGEs, too short): its error completion. */
+static QrdmaRxResult qrdma_resp_recv_err(QrdmaCore *core, QrdmaQp *qp,
+                                         QrdmaRxResult rx)
+{
+    struct qrdma_cqe cqe = { };
+
+    qrdma_resp_cqe(core, qp, rx == QRDMA_RX_LEN ? QRDMA_WC_LOC_LEN_ERR :
+                   QRDMA_WC_LOC_PROT_ERR, &cqe, false);
+    qp->resp.in_msg = 0;
+    return rx;
+}
+
+/* Take a receive WQE for a message, and check the SGEs it gives. */
+static QrdmaRxResult qrdma_resp_start_recv(QrdmaCore *core, QrdmaQp *qp)
+{
+    QrdmaResp *r = &qp->resp;
+    uint32_t num;
+
+    if (!qrdma_resp_take_recv(core, qp, &r->rwqe)) {
+        return qp->type == QRDMA_QPT_RC ? QRDMA_RX_RNR : QRDMA_RX_DROP;
+    }
+    r->wr_id = r->rwqe.wr_id;
+    r->has_recv = true;
+    r->placed = 0;
+    r->mr_gen = core->mr_gen;
+    num = le32_to_cpu(r->rwqe.num_sge);
+    if (num > QRDMA_MAX_RECV_SGE ||
+        !qrdma_iter_sges(&r->sink, core, qp->pd, qp->uctx, r->rwqe.sge, num,
+                         QRDMA_ACCESS_LOCAL_WRITE)) {
+        return qrdma_resp_recv_err(core, qp, QRDMA_RX_PROT);
+    }
+    return QRDMA_RX_OK;
+}
+
+/*
+ * The sink of a message under way, checked again if an MR lost access
+ * since its last packet.
+ */
+static bool qrdma_resp_sink_ok(QrdmaCore *core, QrdmaQp *qp)
+{
+    QrdmaResp *r = &qp->resp;
+    const QrdmaMr *mr;
+
+    if (r->mr_gen == core->mr_gen) {
+        return true;
+    }
+    r->mr_gen = core->mr_gen;
+    if (r->in_msg == QRDMA_OPF_WRITE) {
+        if (!r->dma_len) {
+            return true;
+        }
+        if (!qrdma_rkey_check(core, qp->pd, qp->qpn, qp->uctx, r->rkey,
+                              r->va, r->dma_len, QRDMA_ACCESS_REMOTE_WRITE,
+                              &mr) || !mr) {
+            return false;
+        }
+        qrdma_iter_range(&r->sink, core, mr, r->va, r->dma_len);
+    } else if (!qrdma_iter_sges(&r->sink, core, qp->pd, qp->uctx,
+                                r->rwqe.sge,
+                                le32_to_cpu(r->rwqe.num_sge),
+                                QRDMA_ACCESS_LOCAL_WRITE)) {
+        return false;
+    }
+    qrdma_iter_seek(&r->sink, r->placed);
+    return true;
+}
+
+/* SEND */
+
+static QrdmaRxResult qrdma_resp_send(QrdmaCore *core, QrdmaQp *qp,
+                                     QrdmaPkt *pkt, uint32_t flags)
+{
+    QrdmaResp *r = &qp->resp;
+    struct qrdma_cqe cqe = { };
+    QrdmaRxResult rx;
+
+    if (flags & QRDMA_OPF_FIRST) {
+        rx = qrdma_resp_start_recv(core, qp);
+        if (rx) {
+            return rx;
+        }
+    } else if (!qrdma_resp_sink_ok(core, qp)) {
+        return qrdma_resp_recv_err(core, qp, QRDMA_RX_PROT);
+    }
+    r->in_msg = QRDMA_OPF_SEND;
+    if (pkt->paylen > qrdma_iter_total(&r->sink) - r->placed) {
+        return qrdma_resp_recv_err(core, qp, QRDMA_RX_LEN);
+    }
+    if (pkt->paylen &&
+        qrdma_copy(pkt->payload, &r->sink, pkt->paylen) != QRDMA_COPY_OK) {
+        return qrdma_resp_recv_err(core, qp, QRDMA_RX_PROT);
+    }
+    r->placed += pkt->paylen;
+    if (!(flags & QRDMA_OPF_LAST)) {
+        return QRDMA_RX_OK;
+    }
+    r->in_msg = 0;
+    cqe.byte_len = cpu_to_le32(r->placed);
+    if (flags & QRDMA_OPF_IMM) {
+        cqe.flags |= QRDMA_CQE_F_WITH_IMM;
+        cqe.imm_data = pkt->imm;
+    } else if (flags & QRDMA_OPF_IETH) {
+        qrdma_mr_remote_inv(core, qp->pd, qp->qpn, le32_to_cpu(pkt->imm));
+        cqe.flags |= QRDMA_CQE_F_WITH_INV;
+        cqe.imm_data = pkt->imm;
+    }
+    qrdma_resp_cqe(core, qp, QRDMA_WC_SUCCESS, &cqe, pkt->solicited);
+    return QRDMA_RX_OK;
+}
+
+/* RDMA WRITE */
+
+/* The range a RETH names, checked against the rkey, as an iterator. */
+static bool qrdma_resp_range(QrdmaCore *core, QrdmaQp *qp, uint64_t va,
+                             uint32_t rkey, uint64_t len, uint32_t access,
+                             QrdmaIter *it)
+{
+    const QrdmaMr *mr;
+
+    if (!(le32_to_cpu(qp->attr.qp_access_flags) & access) ||
+        !qrdma_rkey_check(core, qp->pd, qp->qpn, qp->uctx, rkey, va, len,
+                          access, &mr) || !mr) {
+        return false;
+    }
+    qrdma_iter_range(it, core, mr, va, len);
+    return true;
+}
+
+static QrdmaRxResult qrdma_resp_write(QrdmaCore *core, QrdmaQp *qp,
+                                      QrdmaPkt *pkt, uint32_t flags)
+{
+    QrdmaResp *r = &qp->resp;
+    struct qrdma_cqe cqe = { };
+
+    if (flags & QRDMA_OPF_FIRST) {
+        r->va = pkt->va;
+        r->rkey = pkt->rkey;
+        r->dma_len = pkt->dma_len;
+        r->placed = 0;
+        r->has_recv = false;
+        r->mr_gen = core->mr_gen;
+        if (!r->dma_len) {
+            qrdma_iter_range(&r->sink, core, NULL, 0, 0);
+        } else if (!qrdma_resp_range(core, qp, r->va, r->rkey, r->dma_len,
+                                     QRDMA_ACCESS_REMOTE_WRITE, &r->sink)) {
+            return QRDMA_RX_ACCESS;
+        }
+    } else if (!qrdma_resp_sink_ok(core, qp)) {
+        return QRDMA_RX_ACCESS;
+    }
+    r->in_msg = QRDMA_OPF_WRITE;
+    /* The receive WQE of an immediate must be there before data lands. */
+    if ((flags & QRDMA_OPF_IMM) && !qrdma_resp_recv_ready(core, qp)) {
+        return qp->type == QRDMA_QPT_RC ? QRDMA_RX_RNR : QRDMA_RX_DROP;
+    }
+    if (pkt->paylen > r->dma_len - r->placed ||
+        ((flags & QRDMA_OPF_LAST) &&
+         pkt->paylen != r->dma_len - r->placed)) {
+        return QRDMA_RX_INV_REQ;
+    }
+    if (pkt->paylen &&
+        qrdma_copy(pkt->payload, &r->sink, pkt->paylen) != QRDMA_COPY_OK) {
+        return QRDMA_RX_ACCESS;
+    }
+    r->placed += pkt->paylen;
+    if (!(flags & QRDMA_OPF_LAST)) {
+        return QRDMA_RX_OK;
+    }
+    r->in_msg = 0;
+    if (!(flags & QRDMA_OPF_IMM)) {
+        return QRDMA_RX_OK;
+    }
+    /* WRITE with immediate: a receive WQE, which takes no data. */
+    if (qrdma_resp_start_recv(core, qp)) {
+        return QRDMA_RX_PROT;
+    }
+    cqe.opcode = QRDMA_WC_RECV_RDMA_WITH_IMM;
+    cqe.flags = QRDMA_CQE_F_WITH_IMM;
+    cqe.imm_data = pkt->imm;
+    cqe.byte_len = cpu_to_le32(r->dma_len);
+    qrdma_resp_cqe(core, qp, QRDMA_WC_SUCCESS, &cqe, pkt->solicited);
+    return QRDMA_RX_OK;
+}
+
+/* Answers */
+
+/* Fill in the BTH and address of an answer to the connected requester. */
+static void qrdma_resp_answer(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *out,
+                              uint8_t opcode, uint32_t psn)
+{
+    const struct qrdma_av *av = &qp->attr.av;
+    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ? av->sgid_index : 0;
+
+    out->opcode = opcode;
+    out->pkey = 0xffff;
+    out->dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
+    out->psn = psn & QRDMA_PSN_MASK;
+    memcpy(out->sgid, core->gid[sgid].gid, 16);
+    memcpy(out->dgid, av->dgid, 16);
+    out->traffic_class = av->traffic_class;
+    out->hop_limit = av->hop_limit;
+    out->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
+    out->msn = qp->resp.msn & QRDMA_PSN_MASK;
+}
+
+static void qrdma_resp_ack(QrdmaCore *core, QrdmaQp *qp, uint32_t psn,
+                           uint8_t syndrome)
+{
+    QrdmaPkt out = { };
+
+    qrdma_resp_answer(core, qp, &out, QRDMA_OP_ACK, psn);
+    out.syndrome = syndrome;
+    qrdma_dp_xmit(core, qp, &out);
+}
+
+/*
+ * READ: the range goes back in response packets of the path MTU, the
+ * first and last with an AETH.  Carried out again for a duplicate: its
+ * bytes are read anew, as the specification allows.
+ */
+static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
+                                     QrdmaPkt *pkt, uint32_t *psns)
+{
+    uint32_t mtu = qrdma_qp_mtu(qp);
+    uint32_t len = pkt->dma_len, n, i;
+    QrdmaIter src;
+
+    if (!len) {
+        qrdma_iter_range(&src, core, NULL, 0, 0);
+    } else if (!qrdma_resp_range(core, qp, pkt->va, pkt->rkey, len,
+                                 QRDMA_ACCESS_REMOTE_READ, &src)) {
+        return QRDMA_RX_ACCESS;
+    }
+    n = len ? DIV_ROUND_UP(len, mtu) : 1;
+    *psns = n;
+    for (i = 0; i < n; i++) {
+        QrdmaPkt out = { };
+        bool first = i == 0, last = i == n - 1;
+
+        qrdma_resp_answer(core, qp, &out,
+                          first && last ? QRDMA_OP_READ_RESP_ONLY :
+                          first ? QRDMA_OP_READ_RESP_FIRST :
+                          last ? QRDMA_OP_READ_RESP_LAST :
+                          QRDMA_OP_READ_RESP_MIDDLE, pkt->psn + i);
+        out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
+        out.paylen = MIN(mtu, len - i * mtu);
+        out.payload = out.paylen ? &src : NULL;
+        qrdma_iter_seek(&src, (uint64_t)i * mtu);
+        qrdma_dp_xmit(core, qp, &out);
+        if (qp->state == QRDMA_QPS_ERR) {
+            break;
+        }
+    }
+    return QRDMA_RX_OK;
+}
+
+/*
+ * The 8 aligned bytes an atomic or ATOMIC_WRITE targets, mapped for one
+ * access as a whole (a PCIe AtomicOp is one); NULL and *rx the error
+ * when the address or the rights do not allow it.
+ */
+static uint64_t *qrdma_resp_atomic_map(QrdmaCore *core, QrdmaQp *qp,
+                                       QrdmaPkt *pkt, uint32_t access,
+                                       dma_addr_t *plen, QrdmaRxResult *rx)
+{
+    uint64_t gpa, room;
+    QrdmaIter rit;
+    uint64_t *p;
+
+    if (!QEMU_IS_ALIGNED(pkt->va, 8)) {
+        *rx = QRDMA_RX_INV_REQ;
+        return NULL;
+    }
+    *rx = QRDMA_RX_ACCESS;
+    if (!qrdma_resp_range(core, qp, pkt->va, pkt->rkey, 8, access, &rit)) {
+        return NULL;
+    }
+    gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
+    *plen = 8;
+    p = qrdma_dma_map(core, gpa, plen, DMA_DIRECTION_FROM_DEVICE);
+    if (p && *plen < 8) {
+        qrdma_dma_unmap(core, p, *plen, DMA_DIRECTION_FROM_DEVICE, 0);
+        p = NULL;
+    }
+    return p;
+}
+
+static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
+                                       QrdmaPkt *pkt)
+{
+    QrdmaPkt out = { };
+    QrdmaRxResult rx;
+    dma_addr_t plen;
+    uint64_t *p, orig;
+
+    p = qrdma_resp_atomic_map(core, qp, pkt, QRDMA_ACCESS_REMOTE_ATOMIC,
+                              &plen, &rx);
+    if (!p) {
+        return rx;
+    }
+    /* Atomic against the guest's own CPUs too, as a PCIe AtomicOp is. */
+    if (pkt->opcode == (QRDMA_OP_RC | QRDMA_OP_CMP_SWAP)) {
+        orig = qatomic_cmpxchg__nocheck(p, cpu_to_le64(pkt->compare),
+                                        cpu_to_le64(pkt->swap_add));
+    } else {
+        uint64_t old, new;
+
+        do {
+            old = qatomic_read__nocheck(p);
+            new = cpu_to_le64(le64_to_cpu(old) + pkt->swap_add);
+        } while (qatomic_cmpxchg__nocheck(p, old, new) != old);
+        orig = old;
+    }
+    qrdma_dma_unmap(core, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+    /* Kept, so that the request coming again is answered, not redone. */
+    qp->resp.atomic_valid = true;
+    qp->resp.atomic_psn = pkt->psn;
+    qp->resp.atomic_orig = le64_to_cpu(orig);
+    qp->resp.msn++;
+    qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, pkt->psn);
+    out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
+    out.orig = qp->resp.atomic_orig;
+    qrdma_dp_xmit(core, qp, &out);
+    return QRDMA_RX_OK;
+}
+
+/*
+ * ATOMIC_WRITE: the 8 bytes land in one aligned 64-bit store, so no
+ * reader, the guest's CPUs included, sees half of them.  FLUSH: the
+ * responder checks the rights its type needs, on the QP and on the MR
+ * (over the range, or the whole MR), then makes what was written before
+ * visible.  The device writes guest memory as each packet arrives, so
+ * global visibility needs no more than ordering; persistence the device
+ * cannot give, so no MR ever has that right and it always fails.
+ */
+static QrdmaRxResult qrdma_resp_other(QrdmaCore *core, QrdmaQp *qp,
+                                      QrdmaPkt *pkt)
+{
+    QrdmaRxResult rx;
+    dma_addr_t plen;
+    uint64_t *p;
+
+    if ((pkt->opcode & 0x1f) == QRDMA_OP_ATOMIC_WRITE) {
+        p = qrdma_resp_atomic_map(core, qp, pkt, QRDMA_ACCESS_REMOTE_WRITE,
+                                  &plen, &rx);
+        if (!p) {
+            return rx;
+        }
+        qatomic_set__nocheck(p, pkt->atomic_data);
+        qrdma_dma_unmap(core, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+        return QRDMA_RX_OK;
+    }
+    if (pkt->flush_type & QRDMA_FLUSH_PERSISTENT ||
+        !(le32_to_cpu(qp->attr.qp_access_flags) &
+          QRDMA_ACCESS_FLUSH_GLOBAL) ||
+        !qrdma_mr_flush_check(core, qp->pd, qp->uctx, pkt->rkey,
+                              pkt->flush_level == QRDMA_FLUSH_MR, pkt->va,
+                              pkt->dma_len)) {
+        return QRDMA_RX_ACCESS;
+    }
+    /* Every store of the requests before it is visible before its ACK. */
+    smp_mb();
+    return QRDMA_RX_OK;
+}
+
+/* UD */
+
+/*
+ * The GRH a UD receive gets: the IP header the message came with over
+ * RoCE v2, as a consumer may read and check it.
+ */
+static void qrdma_resp_grh(const QrdmaPkt *pkt, uint8_t grh[QRDMA_GRH_SIZE],
+                           uint8_t *type)
+{
+    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+    /* UDP, BTH and DETH before the payload, the ICRC after it. */
+    uint32_t l4_len = 8 + 12 + 8 + pkt->paylen + 4;
+
+    memset(grh, 0, QRDMA_GRH_SIZE);
+    if (!memcmp(pkt->sgid, v4_prefix, 12)) {
+        /* RoCEv2 over IPv4: the IPv4 header in the last 20 bytes. */
+        uint8_t *ip = grh + 20;
+
+        ip[0] = 0x45;
+        ip[1] = pkt->traffic_class;
+        stw_be_p(ip + 2, 20 + l4_len);
+        ip[6] = 0x40;                   /* don't fragment */
+        ip[8] = pkt->hop_limit;
+        ip[9] = 17;
+        memcpy(ip + 12, pkt->sgid + 12, 4);
+        memcpy(ip + 16, pkt->dgid + 12, 4);
+        stw_be_p(ip + 10, net_raw_checksum(ip, 20));
+        *type = 1;
+    } else {
+        stl_be_p(grh, 6u << 28 | (uint32_t)pkt->traffic_class << 20 |
+                      pkt->flow_label);
+        stw_be_p(grh + 4, l4_len);
+        grh[6] = 17;
+        grh[7] = pkt->hop_limit;
+        memcpy(grh + 8, pkt->sgid, 16);
+        memcpy(grh + 24, pkt->dgid, 16);
+        *type = 2;
+    }
+}
+
+/* UD and GSI: a message nobody can take is lost, as on a wire. */
+static void qrdma_resp_ud(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
+                          uint32_t flags)
+{
+    QrdmaResp *r = &qp->resp;
+    struct qrdma_cqe cqe = { .flags = QRDMA_CQE_F_GRH };
+    uint8_t grh[QRDMA_GRH_SIZE];
+    QrdmaIter gi;
+    QrdmaRxResult rx;
+
+    if (pkt->qkey != le32_to_cpu(qp->attr.qkey)) {
+        core->counters.pkts_dropped++;
+        return;
+    }
+    rx = qrdma_resp_start_recv(core, qp);
+    if (rx == QRDMA_RX_PROT) {
+        qrdma_qp_to_err(core, qp, false);
+    }
+    if (rx) {
+        core->counters.pkts_dropped++;
+        return;
+    }
+    if (qrdma_iter_total(&r->sink) < QRDMA_GRH_SIZE + pkt->paylen) {
+        qrdma_resp_recv_err(core, qp, QRDMA_RX_LEN);
+        qrdma_qp_to_err(core, qp, false);
+        return;
+    }
+    qrdma_resp_grh(pkt, grh, &cqe.network_hdr_type);
+    qrdma_iter_host(&gi, grh, sizeof(grh));
+    if (qrdma_copy(&gi, &r->sink, sizeof(grh)) != QRDMA_COPY_OK ||
+        (pkt->paylen && qrdma_copy(pkt->payload, &r->sink, pkt->paylen) !=
+         QRDMA_COPY_OK)) {
+        qrdma_resp_recv_err(core, qp, QRDMA_RX_PROT);
+        qrdma_qp_to_err(core, qp, false);
+        return;
+    }
+    cqe.src_qp = cpu_to_le32(pkt->sqpn);
+    cqe.byte_len = cpu_to_le32(QRDMA_GRH_SIZE + pkt->paylen);
+    if (flags & QRDMA_OPF_IMM) {
+        cqe.flags |= QRDMA_CQE_F_WITH_IMM;
+        cqe.imm_data = pkt->imm;
+    }
+    qrdma_resp_cqe(core, qp, QRDMA_WC_SUCCESS, &cqe, pkt->solicited);
+}
+
+/* RC and UC */
+
+/*
+ * A packet behind the expected PSN: a request that came again because its
+ * answer was lost.  It is answered again; a READ is read again, an atomic
+ * answered with the value it returned the first time.
+ */
+static void qrdma_resp_duplicate(QrdmaCore *core, QrdmaQp *qp,
+                                 QrdmaPkt *pkt, uint32_t flags)
+{
+    uint32_t psns;
+
+    core->counters.dup_reqs++;
+    if (flags & QRDMA_OPF_READ) {
+        qrdma_resp_read(core, qp, pkt, &psns);
+    } else if (flags & QRDMA_OPF_ATOMIC) {
+        if (qp->resp.atomic_valid && qp->resp.atomic_psn == pkt->psn) {
+            QrdmaPkt out = { };
+
+            qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, pkt->psn);
+            out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
+            out.orig = qp->resp.atomic_orig;
+            qrdma_dp_xmit(core, qp, &out);
+        }
+    } else if (pkt->ack_req) {
+        qrdma_resp_ack(core, qp, qp->resp.epsn - 1,
+                       QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
+    }
+}
+
+/*
+ * The PSN check of RC: true for the packet expected.  One ahead of it
+ * means packets were lost: one sequence NAK, until the expected one comes.
+ */
+static bool qrdma_resp_psn_ok(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
+                              uint32_t flags)
+{
+    int32_t d = qrdma_psn_diff(pkt->psn, qp->resp.epsn);
+
+    if (d < 0) {
+        qrdma_resp_duplicate(core, qp, pkt, flags);
+        return false;
+    }
+    if (d > 0) {
+        core->counters.out_of_seq++;
+        if (!qp->resp.nak_sent) {
+            qp->resp.nak_sent = true;
+            core->counters.seq_naks_sent++;
+            qrdma_resp_ack(core, qp, qp->resp.epsn,
+                           QRDMA_AETH_NAK | QRDMA_NAK_PSN_SEQ_ERR);
+        }
+        return false;
+    }
+    qp->resp.nak_sent = false;
+    return true;
+}
+
+/* What the requester is told, and for RC errors the QP's move to ERR. */
+static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
+                               uint32_t flags, QrdmaRxResult rx,
+                               uint32_t psns)
+{
+    static const uint8_t nak[] = {
+        [QRDMA_RX_LEN] = QRDMA_NAK_INV_REQ,
+        [QRDMA_RX_PROT] = QRDMA_NAK_REM_OP_ERR,
+        [QRDMA_RX_ACCESS] = QRDMA_NAK_REM_ACCESS_ERR,
+        [QRDMA_RX_INV_REQ] = QRDMA_NAK_INV_REQ,
+    };
+    bool rc = qp->type == QRDMA_QPT_RC;
+
+    switch (rx) {
+    case QRDMA_RX_OK:
+        qp->resp.epsn = (qp->resp.epsn + psns) & QRDMA_PSN_MASK;
+        if ((flags & QRDMA_OPF_LAST) && !(flags & QRDMA_OPF_ATOMIC)) {
+            qp->resp.msn++;
+        }
+        if (rc && pkt->ack_req && !(flags & (QRDMA_OPF_READ |
+                                            QRDMA_OPF_ATOMIC))) {
+            qrdma_resp_ack(core, qp, pkt->psn,
+                           QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
+        }
+        return;
+    case QRDMA_RX_DROP:
+        qp->resp.in_msg = 0;
+        return;
+    case QRDMA_RX_RNR:
+        if (rc) {
+            core->counters.rnr_naks_sent++;
+            qrdma_resp_ack(core, qp, pkt->psn,
+                           QRDMA_AETH_RNR_NAK |
+                           (qp->attr.min_rnr_timer & 31));
+        }
+        return;
+    default:
+        break;
+    }
+    qp->resp.in_msg = 0;
+    if (!rc) {
+        /* UC: the responder drops what it may not take. */
+        if (rx == QRDMA_RX_LEN || rx == QRDMA_RX_PROT) {
+            qrdma_qp_to_err(core, qp, false);
+        }
+        return;
+    }
+    qrdma_resp_ack(core, qp, pkt->psn, QRDMA_AETH_NAK | nak[rx]);
+    if (rx == QRDMA_RX_INV_REQ) {
+        qrdma_event(core, QRDMA_EV_QP_REQ_ERR, qp->qpn);
+    } else if (rx == QRDMA_RX_ACCESS) {
+        qrdma_event(core, QRDMA_EV_QP_ACCESS_ERR, qp->qpn);
+    }
+    qrdma_qp_to_err(core, qp, false);
+}
+
+/* Whether a packet fits the message under way (or starts one). */
+static bool qrdma_resp_in_order(const QrdmaQp *qp, uint32_t flags)
+{
+    uint32_t kind = flags & (QRDMA_OPF_SEND | QRDMA_OPF_WRITE);
+
+    if (qp->resp.in_msg) {
+        return kind == qp->resp.in_msg && !(flags & QRDMA_OPF_FIRST);
+    }
+    return flags & QRDMA_OPF_FIRST;
+}
+
+void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+{
+    uint32_t flags = qrdma_op_flags(pkt->opcode);
+    uint8_t transport = QRDMA_OP_TRANSPORT(pkt->opcode);
+    bool ud = qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI;
+    QrdmaRxResult rx;
+    uint32_t psns = 1;
+
+    if (qp->state < QRDMA_QPS_RTR || qp->state > QRDMA_QPS_SQE ||
+        transport != (ud ? QRDMA_OP_UD : qp->type == QRDMA_QPT_UC ?
+                      QRDMA_OP_UC : QRDMA_OP_RC)) {
+        core->counters.pkts_dropped++;
+        return;
+    }
+    if (ud) {
+        qrdma_resp_ud(core, qp, pkt, flags);
+        return;
+    }
+    if (!qp->comm_est) {
+        qp->comm_est = true;
+        if (qp->state == QRDMA_QPS_RTR) {
+            qrdma_event(core, QRDMA_EV_COMM_EST, qp->qpn);
+        }
+    }
+    if (qp->type == QRDMA_QPT_RC) {
+        if (!qrdma_resp_psn_ok(core, qp, pkt, flags)) {
+            return;
+        }
+    } else if (pkt->psn != qp->resp.epsn) {
+        /* UC: a message with a packet lost is dropped whole. */
+        qp->resp.in_msg = 0;
+        qp->resp.epsn = pkt->psn;
+    }
+    if (!qrdma_resp_in_order(qp, flags)) {
+        rx = qp->type == QRDMA_QPT_RC ? QRDMA_RX_INV_REQ : QRDMA_RX_DROP;
+    } else if (flags & QRDMA_OPF_SEND) {
+        rx = qrdma_resp_send(core, qp, pkt, flags);
+    } else if (flags & QRDMA_OPF_WRITE) {
+        rx = qrdma_resp_write(core, qp, pkt, flags);
+    } else if (flags & QRDMA_OPF_READ) {
+        rx = qrdma_resp_read(core, qp, pkt, &psns);
+    } else if (flags & QRDMA_OPF_ATOMIC) {
+        rx = qrdma_resp_atomic(core, qp, pkt);
+    } else {
+        rx = qrdma_resp_other(core, qp, pkt);
+    }
+    qrdma_resp_outcome(core, qp, pkt, flags, rx, psns);
+}

@@ -1,0 +1,33 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, what carries the engines' packets
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_QRDMA_XPORT_H
+#define HW_RDMA_QRDMA_XPORT_H
+
+#include "qrdma_pkt.h"
+
+typedef struct QrdmaCore QrdmaCore;
+
+/*
+ * The seam between the transport engines (requester, responder,
+ * completer) and what carries their packets.  A transport gives a
+ * packet's bytes to the function that owns its destination GID, which
+ * takes it in through the receive function it joined with; a packet it
+ * cannot deliver is lost, as on a wire, and the engines' timers recover.
+ * The payload iterator is the sender's: a transport copies out of it and
+ * leaves it where it found it.
+ */
+typedef struct QrdmaTransportOps {
+    const char *name;
+    void (*xmit)(QrdmaCore *core, QrdmaPkt *pkt);
+} QrdmaTransportOps;
+
+/* How a function takes in the packets a transport delivers to it. */
+typedef void QrdmaRxFn(QrdmaCore *core, QrdmaPkt *pkt);
+
+#endif /* HW_RDMA_QRDMA_XPORT_H */
