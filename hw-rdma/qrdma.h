@@ -309,13 +309,6 @@ void G_GNUC_PRINTF(2, 3) qrdma_guest_error(QrdmaCore *core,
                                            const char *fmt, ...);
 void qrdma_fatal(QrdmaCore *core, uint32_t why);
 
-/* qrdma_cmd.c */
-void qrdma_cmdq_process(void *opaque);
-void qrdma_resources_init(QrdmaCore *core);
-void qrdma_resources_free(QrdmaCore *core);
-void qrdma_resources_reset(QrdmaCore *core);
-uint32_t qrdma_resources_in_use(QrdmaCore *core);
-
 /* qrdma_dp.c */
 void qrdma_dp_realize(QrdmaCore *core);
 void qrdma_dp_unrealize(QrdmaCore *core);

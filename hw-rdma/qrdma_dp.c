@@ -23,7 +23,7 @@
 #include "hw/pci/msix.h"
 #include "net/checksum.h"
 #include "qrdma.h"
-#include "qrdma_cmd.h"
+#include "qrdma_mcast.h"
 #include "qrdma_fabric.h"
 #include "qrdma_cq.h"
 #include "qrdma_mr.h"

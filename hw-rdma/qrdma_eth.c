@@ -23,7 +23,6 @@
 #include "net/net.h"
 #include "system/dma.h"
 #include "qrdma.h"
-#include "qrdma_cmd.h"
 #include "trace.h"
 
 QEMU_BUILD_BUG_ON(QRDMA_ETH_RING_ALIGN % sizeof(struct qrdma_eth_desc));
