@@ -21,6 +21,7 @@
 #include "qapi/visitor.h"
 #include "qemu/host-utils.h"
 #include "qrdma.h"
+#include "qrdma_cmd.h"
 #include "trace.h"
 
 #define QRDMA_PCIE_CAP_OFFSET 0x80

@@ -376,16 +376,7 @@ uint64_t qrdma_core_db_read(QrdmaCore *core, hwaddr addr, unsigned size);
 void qrdma_core_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                          unsigned size);
 bool qrdma_core_post_load(QrdmaCore *core);
-void G_GNUC_PRINTF(2, 3) qrdma_guest_error(QrdmaCore *core,
-                                           const char *fmt, ...);
 void qrdma_fatal(QrdmaCore *core, uint32_t why);
-
-/* qrdma_cmd.c */
-void qrdma_cmdq_process(void *opaque);
-void qrdma_resources_init(QrdmaCore *core);
-void qrdma_resources_free(QrdmaCore *core);
-void qrdma_resources_reset(QrdmaCore *core);
-uint32_t qrdma_resources_in_use(QrdmaCore *core);
 
 /* qrdma_dp.c */
 void qrdma_dp_realize(QrdmaCore *core);

@@ -1,5 +1,5 @@
 /*
- * QEMU qrdma: emulated RDMA (RoCEv2) NIC, helpers of the command handlers
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, the command queue
  *
  * Copyright (c) 2026 The qrdma developers
  *
@@ -9,54 +9,16 @@
 #ifndef HW_RDMA_QRDMA_CMD_H
 #define HW_RDMA_QRDMA_CMD_H
 
-#include "qrdma.h"
+typedef struct QrdmaCore QrdmaCore;
 
-int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t);
+/* The command queue's bottom half: runs the commands the driver posted. */
+void qrdma_cmdq_process(void *opaque);
 
-uint8_t qrdma_check_wq(QrdmaCore *core, const char *what, uint32_t max_wr,
-                       uint32_t limit_wr, uint32_t max_sge,
-                       uint32_t limit_sge, uint32_t log2, uint32_t npages,
-                       uint32_t wqe_size);
-/* Write a command's answer to the buffer the query command names. */
-uint8_t qrdma_reply(QrdmaCore *core, const struct qrdma_cmd_query *q,
-                    const void *resp, size_t len);
-
-/* Returns status, after a trace event and a guest error line. */
-uint8_t G_GNUC_PRINTF(3, 4) qrdma_cmd_fail(QrdmaCore *core, uint8_t status,
-                                           const char *fmt, ...);
-
-/*
- * Look up a live handle owned by user context uctx: the slot in *idx and
- * QRDMA_STATUS_OK, or a failure status (already reported).
- */
-uint8_t qrdma_get_pd(QrdmaCore *core, uint32_t uctx, uint32_t handle,
-                     int *idx);
-uint8_t qrdma_get_mw(QrdmaCore *core, uint32_t uctx, uint32_t handle,
-                     int *idx);
-uint8_t qrdma_get_cq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
-                     int *idx);
-uint8_t qrdma_get_srq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
-                      int *idx);
-uint8_t qrdma_get_ah(QrdmaCore *core, uint32_t uctx, uint32_t handle,
-                     int *idx);
-uint8_t qrdma_get_qp(QrdmaCore *core, uint32_t uctx, uint32_t qpn, int *idx);
-void qrdma_uctx_ref(QrdmaCore *core, uint32_t uctx, int delta);
-void qrdma_pd_unref(QrdmaCore *core, uint32_t pd);
-uint8_t qrdma_check_av(QrdmaCore *core, const struct qrdma_av *av);
-bool qrdma_gid_is_mcast(const uint8_t *gid);
-
-/* qrdma_qp.c */
-uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
-                            const struct qrdma_cmd *cmd,
-                            struct qrdma_cmpl *cmpl);
-uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
-                            const struct qrdma_cmd *cmd,
-                            struct qrdma_cmpl *cmpl);
-uint8_t qrdma_cmd_query_qp(QrdmaCore *core, uint32_t uctx,
-                           const struct qrdma_cmd *cmd,
-                           struct qrdma_cmpl *cmpl);
-uint8_t qrdma_cmd_destroy_qp(QrdmaCore *core, uint32_t uctx,
-                             const struct qrdma_cmd *cmd,
-                             struct qrdma_cmpl *cmpl);
+/* The tables of every kind of resource, sized by the device limits. */
+void qrdma_resources_init(QrdmaCore *core);
+/* Free what every live resource holds, and mark all slots free. */
+void qrdma_resources_reset(QrdmaCore *core);
+void qrdma_resources_free(QrdmaCore *core);
+uint32_t qrdma_resources_in_use(QrdmaCore *core);
 
 #endif /* HW_RDMA_QRDMA_CMD_H */

@@ -14,6 +14,8 @@
 #include "hw/pci/msix.h"
 #include "migration/blocker.h"
 #include "qrdma.h"
+#include "qrdma_cmd.h"
+#include "qrdma_err.h"
 #include "trace.h"
 
 typedef struct QrdmaRegInfo {
@@ -51,18 +53,6 @@ static const QrdmaRegInfo qrdma_regs[] = {
 static bool qrdma_reg_is_eth(hwaddr offset)
 {
     return offset >= QRDMA_REG_ETH_MAC_LO && offset <= QRDMA_REG_ETH_IRQ_VECTOR;
-}
-
-void qrdma_guest_error(QrdmaCore *core, const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    core->counters.guest_errors++;
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    qemu_log_mask(LOG_GUEST_ERROR, "qrdma: %s\n", msg);
 }
 
 /*
@@ -167,9 +157,8 @@ uint64_t qrdma_core_mmio_read(QrdmaCore *core, hwaddr addr, unsigned size)
     uint64_t val;
 
     if (!qrdma_reg_find(core, addr, size, &info)) {
-        trace_qrdma_err_mmio_bad_access("read", addr, size);
-        qrdma_guest_error(core, "invalid %u-byte read at 0x%" HWADDR_PRIx,
-                          size, addr);
+        QRDMA_GUEST_ERR(core, mmio_bad_read, "invalid %u-byte read at 0x%"
+                        HWADDR_PRIx, size, addr);
         return 0;
     }
 
@@ -212,9 +201,8 @@ static void qrdma_enable(QrdmaCore *core)
 
     core->config_err = err;
     if (err != QRDMA_CONFIG_ERR_NONE) {
-        trace_qrdma_err_enable(err);
-        qrdma_guest_error(core, "enable refused: bad command queue "
-                          "configuration (CONFIG_ERR %" PRIu32 ")", err);
+        QRDMA_GUEST_ERR(core, enable, "enable refused: bad command queue "
+                        "configuration (CONFIG_ERR %" PRIu32 ")", err);
         return;
     }
     trace_qrdma_dev_enable(core->cmdq.base, core->cmdq.log2,
@@ -238,9 +226,8 @@ static void qrdma_write_dev_ctrl(QrdmaCore *core, uint32_t val)
     bool enabled = core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE;
 
     if (val & ~QRDMA_DEV_CTRL_VALID_MASK) {
-        trace_qrdma_err_dev_ctrl_reserved(val);
-        qrdma_guest_error(core, "DEV_CTRL write 0x%" PRIx32
-                          " sets reserved bits, ignored", val);
+        QRDMA_GUEST_ERR(core, dev_ctrl_reserved, "DEV_CTRL write 0x%" PRIx32
+                        " sets reserved bits, ignored", val);
         return;
     }
 
@@ -251,8 +238,8 @@ static void qrdma_write_dev_ctrl(QrdmaCore *core, uint32_t val)
     }
 
     if (core->dev_status & QRDMA_DEV_STATUS_FATAL) {
-        qrdma_guest_error(core, "DEV_CTRL write 0x%" PRIx32 " while the "
-                          "device is in fatal state, ignored", val);
+        QRDMA_GUEST_ERR(core, dev_ctrl_fatal, "DEV_CTRL write 0x%" PRIx32
+                        " while the device is in fatal state, ignored", val);
         return;
     }
     if ((val & QRDMA_DEV_CTRL_ENABLE) && !enabled) {
@@ -268,16 +255,14 @@ static void qrdma_write_cmdq_pi(QrdmaCore *core, uint32_t pi)
     QrdmaCmdq *q = &core->cmdq;
 
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
-        trace_qrdma_err_cmdq_db("device not ready", pi, q->ci);
-        qrdma_guest_error(core, "command doorbell 0x%" PRIx32
-                          " while the device is not ready, ignored", pi);
+        QRDMA_GUEST_ERR(core, cmdq_db_not_ready, "command doorbell 0x%" PRIx32
+                        " while the device is not ready, ignored", pi);
         return;
     }
     if (pi - q->ci > (1u << q->log2)) {
-        trace_qrdma_err_cmdq_db("producer index beyond the ring", pi, q->ci);
-        qrdma_guest_error(core, "command doorbell 0x%" PRIx32 " is more "
-                          "than the ring size ahead of 0x%" PRIx32
-                          ", ignored", pi, q->ci);
+        QRDMA_GUEST_ERR(core, cmdq_db_beyond_ring, "command doorbell 0x%"
+                        PRIx32 " is more than the ring size ahead of 0x%"
+                        PRIx32 ", ignored", pi, q->ci);
         return;
     }
     trace_qrdma_cmdq_db(pi, q->ci);
@@ -294,15 +279,15 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
     uint64_t full;
 
     if (!qrdma_reg_find(core, addr, size, &info)) {
-        trace_qrdma_err_mmio_bad_access("write", addr, size);
-        qrdma_guest_error(core, "invalid %u-byte write at 0x%" HWADDR_PRIx
-                          " (val 0x%" PRIx64 "), ignored", size, addr, val);
+        QRDMA_GUEST_ERR(core, mmio_bad_write, "invalid %u-byte write at 0x%"
+                        HWADDR_PRIx " (val 0x%" PRIx64 "), ignored",
+                        size, addr, val);
         return;
     }
     if (!reg->writable) {
-        trace_qrdma_err_mmio_read_only(addr, val);
-        qrdma_guest_error(core, "write 0x%" PRIx64 " to read-only register"
-                          " 0x%" HWADDR_PRIx ", ignored", val, addr);
+        QRDMA_GUEST_ERR(core, mmio_read_only, "write 0x%" PRIx64 " to "
+                        "read-only register 0x%" HWADDR_PRIx ", ignored",
+                        val, addr);
         return;
     }
     trace_qrdma_mmio_write(addr, size, val);
@@ -335,9 +320,9 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
 
     /* The rest configure the command queue: fixed while enabled. */
     if (core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE) {
-        trace_qrdma_err_cmdq_config_enabled(addr);
-        qrdma_guest_error(core, "command queue register 0x%" HWADDR_PRIx
-                          " written while enabled, ignored", addr);
+        QRDMA_GUEST_ERR(core, cmdq_config_enabled, "command queue register "
+                        "0x%" HWADDR_PRIx " written while enabled, ignored",
+                        addr);
         return;
     }
     switch (reg->offset) {
@@ -358,9 +343,8 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
 /* BAR2, the doorbell pages: write-only. */
 uint64_t qrdma_core_db_read(QrdmaCore *core, hwaddr addr, unsigned size)
 {
-    trace_qrdma_err_db_access("read", addr, size);
-    qrdma_guest_error(core, "%u-byte read at 0x%" HWADDR_PRIx
-                      " of the doorbell BAR, ignored", size, addr);
+    QRDMA_GUEST_ERR(core, db_read, "%u-byte read at 0x%" HWADDR_PRIx
+                    " of the doorbell BAR, ignored", size, addr);
     return 0;
 }
 

@@ -24,4 +24,18 @@ QrdmaCq *qrdma_cq_of(QrdmaCore *core, uint32_t cqn);
 bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn, struct qrdma_cqe *cqe,
                    bool solicited);
 
+/* The live CQ handle of uctx: its slot in *idx, or a reported failure. */
+uint8_t qrdma_get_cq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                     int *idx);
+
+uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
+                            const struct qrdma_cmd *cmd,
+                            struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
+                            const struct qrdma_cmd *cmd,
+                            struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_destroy_cq(QrdmaCore *core, uint32_t uctx,
+                             const struct qrdma_cmd *cmd,
+                             struct qrdma_cmpl *cmpl);
+
 #endif /* HW_RDMA_QRDMA_CQ_H */

@@ -12,6 +12,7 @@
 #include "hw/pci/pci_device.h"
 #include "qrdma.h"
 #include "qrdma_dma.h"
+#include "qrdma_err.h"
 #include "trace.h"
 
 /*
@@ -82,9 +83,9 @@ void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
                                      MEMTXATTRS_UNSPECIFIED);
         if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
             (is_write && mr->readonly) || !plen) {
-            trace_qrdma_err_dma_not_ram(addr, *len, is_write);
-            qrdma_guest_error(core, "DMA %s 0x%" PRIx64 ": not guest RAM",
-                              is_write ? "to" : "from", addr);
+            QRDMA_GUEST_ERR(core, dma_not_ram, "DMA 0x%" PRIx64 "+0x%" PRIx64
+                            " (write %d): not guest RAM", addr, *len,
+                            is_write);
             return NULL;
         }
     }
@@ -120,23 +121,6 @@ uint32_t qrdma_ring_pages(uint32_t log2, uint32_t entry_size)
     return DIV_ROUND_UP((uint64_t)entry_size << log2, QRDMA_PAGE_SIZE);
 }
 
-/* A page list refused: the guest's error, in the command or WR `what`. */
-static uint8_t G_GNUC_PRINTF(4, 5) qrdma_pages_fail(QrdmaCore *core,
-                                                    const char *what,
-                                                    uint8_t status,
-                                                    const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    trace_qrdma_err_pages(what, status, msg);
-    qrdma_guest_error(core, "%s: %s (status %u)", what, msg, status);
-    return status;
-}
-
 /*
  * Read a page list of n entries from addr: every entry must be a guest RAM
  * page of 2^page_shift bytes, aligned, and writable where the device will
@@ -157,25 +141,26 @@ uint8_t qrdma_pages_read(QrdmaCore *core, const char *what, uint64_t addr,
     uint32_t i;
 
     if (n == 0 || n > max) {
-        return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_PARAM,
-                                "page list of %" PRIu32 " entries, limit %"
-                                PRIu32, n, max);
+        QRDMA_GUEST_ERR(core, pages_count, "%s: page list of %" PRIu32
+                        " entries, limit %" PRIu32, what, n, max);
+        return QRDMA_STATUS_BAD_PARAM;
     }
     if (!QEMU_IS_ALIGNED(addr, sizeof(uint64_t))) {
-        return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_PARAM,
-                                "page list at 0x%" PRIx64 " is misaligned",
-                                addr);
+        QRDMA_GUEST_ERR(core, pages_misaligned, "%s: page list at 0x%" PRIx64
+                        " is misaligned", what, addr);
+        return QRDMA_STATUS_BAD_PARAM;
     }
     list = g_try_new(uint64_t, n);
     if (!list) {
-        return qrdma_pages_fail(core, what, QRDMA_STATUS_NO_RESOURCES,
-                                "no memory for a page list of %" PRIu32, n);
+        QRDMA_GUEST_ERR(core, pages_no_memory, "%s: no memory for a page "
+                        "list of %" PRIu32, what, n);
+        return QRDMA_STATUS_NO_RESOURCES;
     }
     if (!qrdma_dma_read(core, addr, list, (uint64_t)n * sizeof(uint64_t))) {
         g_free(list);
-        return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_ADDR,
-                                "page list at 0x%" PRIx64 " is not in RAM",
-                                addr);
+        QRDMA_GUEST_ERR(core, pages_not_ram, "%s: page list at 0x%" PRIx64
+                        " is not in RAM", what, addr);
+        return QRDMA_STATUS_BAD_ADDR;
     }
     for (i = 0; i < n; i++) {
         list[i] = le64_to_cpu(list[i]);
@@ -184,10 +169,11 @@ uint8_t qrdma_pages_read(QrdmaCore *core, const char *what, uint64_t addr,
             uint64_t bad = list[i];
 
             g_free(list);
-            return qrdma_pages_fail(core, what, QRDMA_STATUS_BAD_ADDR,
-                                    "page %" PRIu32 " at 0x%" PRIx64
-                                    " is not an aligned page of %sguest RAM",
-                                    i, bad, writable ? "writable " : "");
+            QRDMA_GUEST_ERR(core, pages_bad_page, "%s: page %" PRIu32
+                            " at 0x%" PRIx64 " is not an aligned page of "
+                            "guest RAM (writable %d)", what, i, bad,
+                            writable);
+            return QRDMA_STATUS_BAD_ADDR;
         }
     }
     out->addr = list;

@@ -16,6 +16,8 @@
 #include "qemu/units.h"
 #include "qrdma.h"
 #include "qrdma_dp.h"
+#include "qrdma_mcast.h"
+#include "qrdma_srq.h"
 #include "qrdma_cq.h"
 #include "qrdma_mr.h"
 #include "qrdma_err.h"
@@ -461,6 +463,84 @@ static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
 
 /* Doorbells */
 
+static void qrdma_db_wq(QrdmaCore *core, uint32_t uctx, bool sq,
+                        uint32_t handle, uint32_t index)
+{
+    int idx = qrdma_table_lookup(&core->qp_table, handle);
+    uint32_t ci, log2;
+    QrdmaQp *qp;
+
+    if (idx < 0 || core->qp[idx].uctx != uctx) {
+        QRDMA_GUEST_ERR(core, db_no_qp, "doorbell of QP 0x%" PRIx32
+                        ", none in context 0x%" PRIx32, handle, uctx);
+        return;
+    }
+    qp = &core->qp[idx];
+    if (!sq && qp->srq) {
+        QRDMA_GUEST_ERR(core, db_rq_of_srq_qp, "RQ doorbell of QP 0x%"
+                        PRIx32 ", which is on an SRQ", handle);
+        return;
+    }
+    ci = sq ? qp->sq_ci : qp->rq_ci;
+    log2 = sq ? qp->sq_log2 : qp->rq_log2;
+    if (index - ci > (1u << log2)) {
+        QRDMA_GUEST_ERR(core, db_beyond_ring, "doorbell of 0x%" PRIx32
+                        ": producer index %" PRIu32 " beyond the ring (ci %"
+                        PRIu32 ")", handle, index, ci);
+        return;
+    }
+    trace_qrdma_db(sq ? "SQ" : "RQ", handle, index);
+    if (sq) {
+        qp->sq_pi = index;
+        qrdma_qp_sq_doorbell(core, qp);
+    } else {
+        qp->rq_pi = index;
+        if (qp->state == QRDMA_QPS_ERR) {
+            /* S35: WRs posted in ERR complete at once, flushed. */
+            qrdma_dp_kick(core, qp);
+        }
+    }
+}
+
+static void qrdma_db_srq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                         uint32_t index)
+{
+    int idx = qrdma_table_lookup(&core->srq_table, handle);
+    QrdmaSrq *srq;
+
+    if (idx < 0 || core->srq[idx].uctx != uctx) {
+        QRDMA_GUEST_ERR(core, db_no_srq, "doorbell of SRQ 0x%" PRIx32
+                        ", none in context 0x%" PRIx32, handle, uctx);
+        return;
+    }
+    srq = &core->srq[idx];
+    if (index - srq->ci > (1u << srq->log2)) {
+        QRDMA_GUEST_ERR(core, db_beyond_ring, "doorbell of 0x%" PRIx32
+                        ": producer index %" PRIu32 " beyond the ring (ci %"
+                        PRIu32 ")", handle, index, srq->ci);
+        return;
+    }
+    srq->pi = index;
+}
+
+static void qrdma_db_cq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                        uint32_t flags)
+{
+    int idx = qrdma_table_lookup(&core->cq_table, handle);
+
+    if (idx < 0 || core->cq[idx].uctx != uctx) {
+        QRDMA_GUEST_ERR(core, db_no_cq, "arm doorbell of CQ 0x%" PRIx32
+                        ", none in context 0x%" PRIx32, handle, uctx);
+        return;
+    }
+    if (flags & ~(QRDMA_DB_CQ_ARM_NEXT | QRDMA_DB_CQ_ARM_SOLICITED)) {
+        QRDMA_GUEST_ERR(core, db_arm_flags, "arm doorbell of CQ 0x%" PRIx32
+                        ": unknown flags 0x%" PRIx32, handle, flags);
+        return;
+    }
+    core->cq[idx].armed |= flags;
+}
+
 void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
                        unsigned size)
 {
@@ -468,99 +548,57 @@ void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
     hwaddr off = addr % QRDMA_DB_PAGE_SIZE;
     uint32_t handle = val, index = val >> 32;
     uint32_t uctx = QRDMA_UCTX_KERNEL;
-    const char *why = NULL;
-    int idx;
 
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
-        why = "device not ready";
-    } else if (size != 8 || !QEMU_IS_ALIGNED(off, 8) ||
-               off > QRDMA_DB_CQ_ARM) {
-        why = "not a doorbell";
-    } else if (page) {
-        idx = page - 1;
-        if (idx >= core->uctx_table.max || !core->uctx_table.busy[idx]) {
-            why = "page of no user context";
-        } else {
-            uctx = qrdma_table_handle(&core->uctx_table, idx);
-        }
-    }
-    if (why) {
-        goto bad;
-    }
-
-    if (off == QRDMA_DB_SQ || off == QRDMA_DB_RQ) {
-        QrdmaQp *qp;
-        bool sq = off == QRDMA_DB_SQ;
-        uint32_t ci, log2;
-
-        idx = qrdma_table_lookup(&core->qp_table, handle);
-        if (idx < 0 || core->qp[idx].uctx != uctx) {
-            why = "no such QP in this context";
-            goto bad;
-        }
-        qp = &core->qp[idx];
-        if (!sq && qp->srq) {
-            why = "RQ doorbell of a QP on an SRQ";
-            goto bad;
-        }
-        ci = sq ? qp->sq_ci : qp->rq_ci;
-        log2 = sq ? qp->sq_log2 : qp->rq_log2;
-        if (index - ci > (1u << log2)) {
-            why = "producer index beyond the ring";
-            goto bad;
-        }
-        trace_qrdma_db(sq ? "SQ" : "RQ", handle, index);
-        if (sq) {
-            qp->sq_pi = index;
-        } else {
-            qp->rq_pi = index;
-        }
-        if (sq) {
-            qrdma_qp_sq_doorbell(core, qp);
-        } else if (qp->state == QRDMA_QPS_ERR) {
-            /* S35: WRs posted in ERR complete at once, flushed. */
-            qrdma_dp_kick(core, qp);
-        }
+        QRDMA_GUEST_ERR(core, db_not_ready, "doorbell 0x%" PRIx64 " at 0x%"
+                        HWADDR_PRIx " before the device is ready", val, addr);
         return;
     }
-    if (off == QRDMA_DB_SRQ) {
-        QrdmaSrq *srq;
-
-        idx = qrdma_table_lookup(&core->srq_table, handle);
-        if (idx < 0 || core->srq[idx].uctx != uctx) {
-            why = "no such SRQ in this context";
-            goto bad;
-        }
-        srq = &core->srq[idx];
-        if (index - srq->ci > (1u << srq->log2)) {
-            why = "producer index beyond the ring";
-            goto bad;
-        }
-        srq->pi = index;
+    if (size != 8 || !QEMU_IS_ALIGNED(off, 8) || off > QRDMA_DB_CQ_ARM) {
+        QRDMA_GUEST_ERR(core, db_bad_access, "write 0x%" PRIx64 " at 0x%"
+                        HWADDR_PRIx " is not a doorbell", val, addr);
         return;
     }
-
-    idx = qrdma_table_lookup(&core->cq_table, handle);
-    if (idx < 0 || core->cq[idx].uctx != uctx) {
-        why = "no such CQ in this context";
-        goto bad;
+    if (page) {
+        if (page > core->uctx_table.max ||
+            !core->uctx_table.busy[page - 1]) {
+            QRDMA_GUEST_ERR(core, db_no_uctx, "doorbell 0x%" PRIx64 " at 0x%"
+                            HWADDR_PRIx ": page of no user context",
+                            val, addr);
+            return;
+        }
+        uctx = qrdma_table_handle(&core->uctx_table, page - 1);
     }
-    if (index & ~(QRDMA_DB_CQ_ARM_NEXT | QRDMA_DB_CQ_ARM_SOLICITED)) {
-        why = "unknown arm flags";
-        goto bad;
+    switch (off) {
+    case QRDMA_DB_SQ:
+    case QRDMA_DB_RQ:
+        qrdma_db_wq(core, uctx, off == QRDMA_DB_SQ, handle, index);
+        break;
+    case QRDMA_DB_SRQ:
+        qrdma_db_srq(core, uctx, handle, index);
+        break;
+    default:
+        qrdma_db_cq(core, uctx, handle, index);
     }
-    core->cq[idx].armed |= index;
-    return;
-
-bad:
-    QRDMA_GUEST_ERR(core, doorbell, "doorbell 0x%" PRIx64 " at 0x%" HWADDR_PRIx
-                    ": %s, ignored", val, addr, why);
 }
 
 /* QP lifecycle hooks */
 
+/* A QP back in RESET, or out of it: no progress of the engines is left. */
+static void qrdma_qp_engines_reset(QrdmaQp *qp)
+{
+    qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
+    memset(&qp->req, 0, sizeof(qp->req));
+    memset(&qp->comp, 0, sizeof(qp->comp));
+    memset(&qp->resp, 0, sizeof(qp->resp));
+    qp->wqe.valid = false;
+    qp->comm_est = false;
+    qp->fatal = false;
+}
+
 void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp)
 {
+    qrdma_qp_engines_reset(qp);
     qp->core = core;
     qp->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_comp_timer, qp);
 }
@@ -576,18 +614,6 @@ static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
     }
     qp->comp.rnr_wait = false;
     qp->comp.retry_armed = false;
-}
-
-/* A QP back in RESET, or out of it: no progress of the engines is left. */
-static void qrdma_qp_engines_reset(QrdmaQp *qp)
-{
-    qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
-    memset(&qp->req, 0, sizeof(qp->req));
-    memset(&qp->comp, 0, sizeof(qp->comp));
-    memset(&qp->resp, 0, sizeof(qp->resp));
-    qp->wqe.valid = false;
-    qp->comm_est = false;
-    qp->fatal = false;
 }
 
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)

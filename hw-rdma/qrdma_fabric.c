@@ -68,15 +68,6 @@ static bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid)
     return false;
 }
 
-static bool qrdma_gid_is_multicast(const uint8_t *gid)
-{
-    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
-
-    /* ff00::/8, or an IPv4-mapped 224.0.0.0/4 */
-    return gid[0] == 0xff ||
-           (!memcmp(gid, v4_prefix, 12) && (gid[12] & 0xf0) == 0xe0);
-}
-
 /*
  * Each receiver reads the payload from where the sender left it: the
  * iterator is put back after every delivery.
@@ -102,7 +93,7 @@ static void qrdma_fabric_xmit(QrdmaCore *core, QrdmaPkt *pkt)
     if (!fabric) {
         return;
     }
-    if (qrdma_gid_is_multicast(pkt->dgid)) {
+    if (qrdma_gid_is_mcast(pkt->dgid)) {
         QLIST_FOREACH(p, &fabric->members, next) {
             qrdma_fabric_deliver(p, pkt);
         }

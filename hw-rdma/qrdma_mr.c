@@ -8,6 +8,7 @@
 
 #include "qemu/osdep.h"
 #include "qrdma.h"
+#include "qrdma_pd.h"
 #include "qrdma_mr.h"
 #include "qrdma_err.h"
 #include "trace.h"
@@ -15,6 +16,15 @@
 #define QRDMA_MW_RIGHTS (QRDMA_ACCESS_REMOTE_WRITE | \
                          QRDMA_ACCESS_REMOTE_READ | \
                          QRDMA_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * What an MR or window granted has changed or gone: the engines check
+ * again the SGEs and ranges they hold for messages under way.
+ */
+void qrdma_mr_access_lost(QrdmaCore *core)
+{
+    core->mr_gen++;
+}
 
 QrdmaMr *qrdma_mr_by_key(QrdmaCore *core, uint32_t key)
 {
@@ -304,6 +314,7 @@ static uint8_t qrdma_mr_fast_reg(QrdmaCore *core, QrdmaMr *mr, uint32_t qpn,
     }
     qrdma_mw_unbind_all(core, mr - core->mr, 0);
     qrdma_pages_free(&mr->pages);
+    qrdma_mr_access_lost(core);
     mr->pages = pages;
     mr->iova = iova;
     mr->length = length;
@@ -347,6 +358,7 @@ uint8_t qrdma_mr_wr(QrdmaCore *core, uint32_t pd, uint32_t uctx,
     }
     qrdma_mw_unbind_all(core, mr - core->mr, 0);
     mr->valid = false;
+    qrdma_mr_access_lost(core);
     return QRDMA_WC_SUCCESS;
 }
 
@@ -365,5 +377,343 @@ void qrdma_mr_remote_inv(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     } else if (mr && mr->rkey == rkey && mr->pd == pd && mr->fast_reg) {
         qrdma_mw_unbind_all(core, mr - core->mr, 0);
         mr->valid = false;
+        qrdma_mr_access_lost(core);
     }
+}
+
+void qrdma_mw_unbind(QrdmaCore *core, QrdmaMw *mw)
+{
+    if (mw->bound) {
+        core->mr[mw->mr_idx].windows--;
+        mw->bound = false;
+        qrdma_mr_access_lost(core);
+        trace_qrdma_mw_unbind(mw->rkey);
+    }
+}
+
+void qrdma_mw_unbind_all(QrdmaCore *core, int mr_idx, uint32_t qpn)
+{
+    uint32_t i;
+
+    if (mr_idx >= 0 && !core->mr[mr_idx].windows) {
+        return;
+    }
+    for (i = 0; i < core->mw_table.max; i++) {
+        QrdmaMw *mw = &core->mw[i];
+
+        if (core->mw_table.busy[i] && mw->bound &&
+            (mr_idx >= 0 ? mw->mr_idx == (uint32_t)mr_idx :
+             mw->type == QRDMA_MW_TYPE_2 && mw->qpn == qpn)) {
+            qrdma_mw_unbind(core, mw);
+        }
+    }
+}
+
+uint32_t qrdma_mr_max_pages(QrdmaCore *core)
+{
+    return MIN(core->limits.max_mr_pages, core->limits.max_mr_pages_total);
+}
+
+/* The MR commands name an MR by its current lkey, not by a handle. */
+static uint8_t qrdma_get_mr(QrdmaCore *core, uint32_t uctx, uint32_t lkey,
+                            int *idx)
+{
+    uint32_t slot = lkey >> 8;
+
+    *idx = slot - 1;
+    if (!slot || slot > core->mr_table.max || !core->mr_table.busy[*idx] ||
+        core->mr[*idx].lkey != lkey) {
+        return qrdma_no_handle(core, "mr", lkey);
+    }
+    return qrdma_check_owner(core, "mr", lkey, core->mr[*idx].uctx, uctx);
+}
+
+uint8_t qrdma_get_mw(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                     int *idx)
+{
+    *idx = qrdma_table_lookup(&core->mw_table, handle);
+    if (*idx < 0) {
+        return qrdma_no_handle(core, "mw", handle);
+    }
+    return qrdma_check_owner(core, "mw", handle, core->mw[*idx].uctx, uctx);
+}
+
+/*
+ * Charge an MR's page list to the device's total, which bounds the host
+ * memory the guest can make QEMU allocate for page lists: each MR may be
+ * within max_mr_pages, and there are max_mr of them.
+ */
+static uint8_t qrdma_mr_pages_charge(QrdmaCore *core, uint32_t npages)
+{
+    if (core->mr_pages_in_use + npages > core->limits.max_mr_pages_total) {
+        trace_qrdma_mr_pages_exhausted(core->mr_pages_in_use, npages,
+                                       core->limits.max_mr_pages_total);
+        return QRDMA_STATUS_NO_RESOURCES;
+    }
+    core->mr_pages_in_use += npages;
+    return QRDMA_STATUS_OK;
+}
+
+static int qrdma_mr_alloc(QrdmaCore *core, uint32_t uctx, uint32_t pd_idx)
+{
+    int idx = qrdma_slot_alloc(core, &core->mr_table);
+    QrdmaMr *mr;
+
+    if (idx < 0) {
+        return -1;
+    }
+    mr = &core->mr[idx];
+    memset(mr, 0, sizeof(*mr));
+    /* A new key byte each time, so an old lkey of a reused slot fails. */
+    mr->lkey = ((uint32_t)(idx + 1) << 8) | core->mr_key++;
+    mr->rkey = mr->lkey;
+    mr->uctx = uctx;
+    mr->pd = core->pd[pd_idx].handle;
+    core->pd[pd_idx].refs++;
+    qrdma_uctx_ref(core, uctx, 1);
+    return idx;
+}
+
+/* The access rights and flags REG_MR asks for, checked. */
+static uint8_t qrdma_reg_mr_check(QrdmaCore *core, uint32_t uctx,
+                                  const struct qrdma_cmd_reg_mr *r)
+{
+    uint32_t access = le32_to_cpu(r->access);
+
+    if (access & ~QRDMA_ACCESS_VALID_MASK) {
+        QRDMA_GUEST_ERR(core, cmd_mr_access, "unknown access flags 0x%"
+                        PRIx32, access);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    /* IB: remote write and atomic access need local write. */
+    if ((access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & QRDMA_ACCESS_LOCAL_WRITE)) {
+        QRDMA_GUEST_ERR(core, cmd_mr_remote_no_local_write, "access 0x%"
+                        PRIx32 ": remote write or atomic without local write",
+                        access);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    if (r->flags & ~QRDMA_MR_F_DMA) {
+        QRDMA_GUEST_ERR(core, cmd_mr_flags, "unknown flags 0x%x", r->flags);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    if (r->flags & QRDMA_MR_F_DMA) {
+        return qrdma_check_kernel(core, uctx);
+    }
+    return QRDMA_STATUS_OK;
+}
+
+/*
+ * The page list of a REG_MR that is not a DMA MR: checked as the REG_MR
+ * work request checks its own, charged, and read.
+ */
+static uint8_t qrdma_reg_mr_pages(QrdmaCore *core,
+                                  const struct qrdma_cmd_reg_mr *r,
+                                  QrdmaPages *pages)
+{
+    uint64_t iova = le64_to_cpu(r->iova);
+    uint64_t length = le64_to_cpu(r->length);
+    uint32_t npages = le32_to_cpu(r->npages);
+    uint64_t max_size = (uint64_t)qrdma_mr_max_pages(core) << QRDMA_PAGE_SHIFT;
+    uint8_t st;
+
+    if (qrdma_mr_layout_check(iova, length, r->page_shift, npages)) {
+        QRDMA_GUEST_ERR(core, cmd_mr_layout, "%" PRIu32 " pages of 2^%u bytes"
+                        " do not make region 0x%" PRIx64 "+0x%" PRIx64,
+                        npages, r->page_shift, iova, length);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    if (length > max_size) {
+        QRDMA_GUEST_ERR(core, cmd_mr_too_big, "region of 0x%" PRIx64
+                        " bytes, max_mr_size 0x%" PRIx64, length, max_size);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    st = qrdma_mr_pages_charge(core, npages);
+    if (st) {
+        return st;
+    }
+    st = qrdma_pages_read(core, core->cmdq.cur_name,
+                          le64_to_cpu(r->pages_addr), npages,
+                          core->limits.max_mr_pages, r->page_shift, false,
+                          pages);
+    if (st) {
+        core->mr_pages_in_use -= npages;
+    }
+    return st;
+}
+
+uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
+                         const struct qrdma_cmd *cmd,
+                         struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_reg_mr *r = &cmd->reg_mr;
+    bool dma = r->flags & QRDMA_MR_F_DMA;
+    QrdmaPages pages = { };
+    QrdmaMr *mr;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(r->pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    st = qrdma_reg_mr_check(core, uctx, r);
+    if (st) {
+        return st;
+    }
+    if (!dma) {
+        st = qrdma_reg_mr_pages(core, r, &pages);
+        if (st) {
+            return st;
+        }
+    }
+
+    idx = qrdma_mr_alloc(core, uctx, pd_idx);
+    if (idx < 0) {
+        core->mr_pages_in_use -= pages.n;
+        qrdma_pages_free(&pages);
+        return QRDMA_STATUS_NO_RESOURCES;
+    }
+    mr = &core->mr[idx];
+    mr->charged = pages.n;
+    mr->valid = true;
+    mr->access = le32_to_cpu(r->access);
+    mr->dma = dma;
+    mr->iova = dma ? 0 : le64_to_cpu(r->iova);
+    mr->length = dma ? UINT64_MAX : le64_to_cpu(r->length);
+    /* A DMA MR has no pages: its page_shift field is not looked at. */
+    mr->page_shift = dma ? QRDMA_PAGE_SHIFT : r->page_shift;
+    mr->pages = pages;
+    trace_qrdma_mr_reg(mr->lkey, mr->iova, mr->length, mr->access);
+    cmpl->handle = cpu_to_le32(mr->lkey);
+    cmpl->data[0] = cpu_to_le32(mr->rkey);
+    return QRDMA_STATUS_OK;
+}
+
+uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl)
+{
+    uint32_t max_pages = le32_to_cpu(cmd->alloc_mr.max_pages);
+    QrdmaMr *mr;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(cmd->alloc_mr.pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    if (!max_pages || max_pages > qrdma_mr_max_pages(core)) {
+        QRDMA_GUEST_ERR(core, cmd_mr_max_pages, "%" PRIu32 " pages for fast "
+                        "registration, limit %" PRIu32, max_pages,
+                        qrdma_mr_max_pages(core));
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    /* Registration by work request must not fail for want of pages. */
+    st = qrdma_mr_pages_charge(core, max_pages);
+    if (st) {
+        return st;
+    }
+    idx = qrdma_mr_alloc(core, uctx, pd_idx);
+    if (idx < 0) {
+        core->mr_pages_in_use -= max_pages;
+        return QRDMA_STATUS_NO_RESOURCES;
+    }
+    mr = &core->mr[idx];
+    mr->charged = max_pages;
+    mr->fast_reg = true;
+    mr->max_pages = max_pages;
+    cmpl->handle = cpu_to_le32(mr->lkey);
+    cmpl->data[0] = cpu_to_le32(mr->rkey);
+    return QRDMA_STATUS_OK;
+}
+
+static void qrdma_mr_free(QrdmaCore *core, int idx)
+{
+    QrdmaMr *mr = &core->mr[idx];
+
+    qrdma_mw_unbind_all(core, idx, 0);
+    qrdma_mr_access_lost(core);
+    qrdma_pd_unref(core, mr->pd);
+    qrdma_uctx_ref(core, mr->uctx, -1);
+    qrdma_pages_free(&mr->pages);
+    core->mr_pages_in_use -= mr->charged;
+    qrdma_table_free(&core->mr_table, idx);
+}
+
+uint8_t qrdma_cmd_dereg_mr(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl)
+{
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_mr(core, uctx, le32_to_cpu(cmd->destroy.handle), &idx);
+    if (st) {
+        return st;
+    }
+    qrdma_mr_free(core, idx);
+    return QRDMA_STATUS_OK;
+}
+
+uint8_t qrdma_cmd_alloc_mw(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl)
+{
+    const struct qrdma_cmd_alloc_mw *a = &cmd->alloc_mw;
+    QrdmaMw *mw;
+    uint8_t st;
+    int pd_idx, idx;
+
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(a->pd), &pd_idx);
+    if (st) {
+        return st;
+    }
+    if (a->type != QRDMA_MW_TYPE_1 && a->type != QRDMA_MW_TYPE_2) {
+        QRDMA_GUEST_ERR(core, cmd_mw_type, "memory window type %u", a->type);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    idx = qrdma_slot_alloc(core, &core->mw_table);
+    if (idx < 0) {
+        return QRDMA_STATUS_NO_RESOURCES;
+    }
+    mw = &core->mw[idx];
+    memset(mw, 0, sizeof(*mw));
+    mw->handle = qrdma_table_handle(&core->mw_table, idx);
+    mw->uctx = uctx;
+    mw->pd = core->pd[pd_idx].handle;
+    mw->type = a->type;
+    /* As for MRs: a new key byte, so an rkey of a reused slot fails. */
+    mw->rkey = QRDMA_KEY_MW | ((uint32_t)(idx + 1) << 8) | core->mr_key++;
+    core->pd[pd_idx].refs++;
+    qrdma_uctx_ref(core, uctx, 1);
+    trace_qrdma_mw_alloc(mw->handle, mw->type, mw->rkey);
+    cmpl->handle = cpu_to_le32(mw->handle);
+    cmpl->data[0] = cpu_to_le32(mw->rkey);
+    return QRDMA_STATUS_OK;
+}
+
+static void qrdma_mw_free(QrdmaCore *core, int idx)
+{
+    QrdmaMw *mw = &core->mw[idx];
+
+    qrdma_mw_unbind(core, mw);
+    qrdma_pd_unref(core, mw->pd);
+    qrdma_uctx_ref(core, mw->uctx, -1);
+    qrdma_table_free(&core->mw_table, idx);
+}
+
+uint8_t qrdma_cmd_dealloc_mw(QrdmaCore *core, uint32_t uctx,
+                             const struct qrdma_cmd *cmd,
+                             struct qrdma_cmpl *cmpl)
+{
+    uint8_t st;
+    int idx;
+
+    st = qrdma_get_mw(core, uctx, le32_to_cpu(cmd->destroy.handle), &idx);
+    if (st) {
+        return st;
+    }
+    qrdma_mw_free(core, idx);
+    return QRDMA_STATUS_OK;
 }

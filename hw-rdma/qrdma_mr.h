@@ -20,6 +20,8 @@ typedef struct QrdmaMw QrdmaMw;
  * whatever its key byte (the caller compares the whole key), or NULL.
  */
 QrdmaMr *qrdma_mr_by_key(QrdmaCore *core, uint32_t key);
+/* Access an MR or window gave was taken away or changed. */
+void qrdma_mr_access_lost(QrdmaCore *core);
 QrdmaMw *qrdma_mw_by_key(QrdmaCore *core, uint32_t key);
 
 /*
@@ -68,12 +70,35 @@ uint8_t qrdma_mr_wr(QrdmaCore *core, uint32_t pd, uint32_t uctx,
 void qrdma_mr_remote_inv(QrdmaCore *core, uint32_t pd, uint32_t qpn,
                          uint32_t rkey);
 
-/* qrdma_cmd.c */
+/* Unbind a window: it gives no access until it is bound again. */
 void qrdma_mw_unbind(QrdmaCore *core, QrdmaMw *mw);
 /*
- * Unbind the windows bound to the MR in slot mr_idx, or, with mr_idx -1,
- * the type 2 windows bound to QP qpn.
+ * Unbind the windows bound to the MR in slot mr_idx (before it changes or
+ * goes), or, with mr_idx -1, the type 2 windows bound to QP qpn.
  */
 void qrdma_mw_unbind_all(QrdmaCore *core, int mr_idx, uint32_t qpn);
+
+/* The pages one MR may have: no more than all of them together. */
+uint32_t qrdma_mr_max_pages(QrdmaCore *core);
+
+/* The live MW handle of uctx: its slot in *idx, or a reported failure. */
+uint8_t qrdma_get_mw(QrdmaCore *core, uint32_t uctx, uint32_t handle,
+                     int *idx);
+
+uint8_t qrdma_cmd_reg_mr(QrdmaCore *core, uint32_t uctx,
+                         const struct qrdma_cmd *cmd,
+                         struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_dereg_mr(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_alloc_mw(QrdmaCore *core, uint32_t uctx,
+                           const struct qrdma_cmd *cmd,
+                           struct qrdma_cmpl *cmpl);
+uint8_t qrdma_cmd_dealloc_mw(QrdmaCore *core, uint32_t uctx,
+                             const struct qrdma_cmd *cmd,
+                             struct qrdma_cmpl *cmpl);
 
 #endif /* HW_RDMA_QRDMA_MR_H */

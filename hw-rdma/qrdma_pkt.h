@@ -82,6 +82,15 @@ uint32_t qrdma_op_flags(uint8_t opcode);
 #define QRDMA_PSN_MASK                  0xffffff
 #define QRDMA_MULTICAST_QPN             0xffffff
 
+/* A multicast GID: ff00::/8, or an IPv4-mapped 224.0.0.0/4. */
+static inline bool qrdma_gid_is_mcast(const uint8_t *gid)
+{
+    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+    return gid[0] == 0xff ||
+           (!memcmp(gid, v4_prefix, 12) && (gid[12] & 0xf0) == 0xe0);
+}
+
 /* a - b of two 24-bit PSNs, as a signed distance. */
 static inline int32_t qrdma_psn_diff(uint32_t a, uint32_t b)
 {

@@ -8,7 +8,12 @@
 
 #include "qemu/osdep.h"
 #include "qrdma.h"
-#include "qrdma_cmd.h"
+#include "qrdma_pd.h"
+#include "qrdma_ah.h"
+#include "qrdma_cq.h"
+#include "qrdma_srq.h"
+#include "qrdma_qp.h"
+#include "qrdma_err.h"
 #include "trace.h"
 
 #define QP_ATTR(x) QRDMA_QP_ATTR_##x
@@ -188,6 +193,15 @@ static const char *const qrdma_qps_names[QRDMA_NUM_QPS] = {
     "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
 };
 
+uint8_t qrdma_get_qp(QrdmaCore *core, uint32_t uctx, uint32_t qpn, int *idx)
+{
+    *idx = qrdma_table_lookup(&core->qp_table, qpn);
+    if (*idx < 0) {
+        return qrdma_no_handle(core, "qp", qpn);
+    }
+    return qrdma_check_owner(core, "qp", qpn, core->qp[*idx].uctx, uctx);
+}
+
 static void qrdma_qp_put_refs(QrdmaCore *core, QrdmaQp *qp)
 {
     int idx;
@@ -214,11 +228,13 @@ static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
                                    bool has_srq)
 {
     uint32_t max_wr = core->limits.max_qp_wr;
+    uint32_t max_inline = le32_to_cpu(c->max_inline_data);
     uint8_t st;
 
-    if (le32_to_cpu(c->max_inline_data) > QRDMA_MAX_INLINE) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "inline data over the device limit");
+    if (max_inline > QRDMA_MAX_INLINE) {
+        QRDMA_GUEST_ERR(core, cmd_qp_inline, "%" PRIu32 " bytes of inline "
+                        "data, limit %d", max_inline, QRDMA_MAX_INLINE);
+        return QRDMA_STATUS_BAD_PARAM;
     }
     st = qrdma_check_wq(core, "send", le32_to_cpu(c->max_send_wr), max_wr,
                         le32_to_cpu(c->max_send_sge), QRDMA_MAX_SEND_SGE,
@@ -231,8 +247,10 @@ static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
     /* S4: with an SRQ the receive caps are ignored. */
     if (has_srq) {
         if (c->rq_log2 || c->rq_npages || c->rq_pages_addr) {
-            return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                                  "a receive ring with an SRQ");
+            QRDMA_GUEST_ERR(core, cmd_qp_rq_with_srq, "a receive ring of 2^%u"
+                            " on %" PRIu32 " pages with an SRQ", c->rq_log2,
+                            le32_to_cpu(c->rq_npages));
+            return QRDMA_STATUS_BAD_PARAM;
         }
         return QRDMA_STATUS_OK;
     }
@@ -242,19 +260,11 @@ static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
                           QRDMA_RQ_WQE_SIZE);
 }
 
-uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
-                            const struct qrdma_cmd *cmd,
-                            struct qrdma_cmpl *cmpl)
+/* The type and flags of a new QP, before any handle it names. */
+static uint8_t qrdma_qp_check_type(QrdmaCore *core, uint32_t uctx,
+                                   const struct qrdma_cmd_create_qp *c,
+                                   bool has_srq)
 {
-    const struct qrdma_cmd_create_qp *c = &cmd->create_qp;
-    struct qrdma_create_qp_resp *resp = (void *)cmpl->data;
-    uint32_t srq_handle = le32_to_cpu(c->srq);
-    bool has_srq = srq_handle != QRDMA_HANDLE_NONE;
-    QrdmaPages sq = { }, rq = { };
-    int pd_idx, scq_idx, rcq_idx, srq_idx = -1, idx;
-    QrdmaQp *qp;
-    uint8_t st;
-
     switch (c->qp_type) {
     case QRDMA_QPT_RC:
     case QRDMA_QPT_UC:
@@ -262,100 +272,118 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
     case QRDMA_QPT_GSI:
         break;
     default:
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
-                              "QP type %u", c->qp_type);
+        QRDMA_GUEST_ERR(core, cmd_qp_type, "QP type %u", c->qp_type);
+        return QRDMA_STATUS_NOT_SUPPORTED;
     }
     if (c->flags & ~QRDMA_QP_F_SQ_SIG_ALL) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "unknown flags 0x%x", c->flags);
+        QRDMA_GUEST_ERR(core, cmd_qp_flags, "unknown flags 0x%x", c->flags);
+        return QRDMA_STATUS_BAD_PARAM;
     }
     /* S3: only RC and UD QPs take an SRQ. */
     if (has_srq && c->qp_type != QRDMA_QPT_RC && c->qp_type != QRDMA_QPT_UD) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "QP type %u cannot use an SRQ", c->qp_type);
+        QRDMA_GUEST_ERR(core, cmd_qp_srq_type, "QP type %u cannot use an SRQ",
+                        c->qp_type);
+        return QRDMA_STATUS_BAD_PARAM;
     }
     if (c->qp_type == QRDMA_QPT_GSI) {
-        if (uctx != QRDMA_UCTX_KERNEL) {
-            return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_OWNER,
-                                  "only the kernel creates the GSI QP");
-        }
-        if (core->qp_table.busy[0]) {
-            return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
-                                  "the GSI QP exists already");
-        }
-    }
+        uint8_t st = qrdma_check_kernel(core, uctx);
 
-    st = qrdma_get_pd(core, uctx, le32_to_cpu(c->pd), &pd_idx);
-    if (st) {
-        return st;
-    }
-    st = qrdma_get_cq(core, uctx, le32_to_cpu(c->send_cq), &scq_idx);
-    if (st) {
-        return st;
-    }
-    st = qrdma_get_cq(core, uctx, le32_to_cpu(c->recv_cq), &rcq_idx);
-    if (st) {
-        return st;
-    }
-    if (has_srq) {
-        st = qrdma_get_srq(core, uctx, srq_handle, &srq_idx);
         if (st) {
             return st;
         }
+        if (core->qp_table.busy[0]) {
+            QRDMA_GUEST_ERR(core, cmd_qp_gsi_exists, "QP 0x%x exists already",
+                            QRDMA_GSI_QPN);
+            return QRDMA_STATUS_BUSY;
+        }
     }
-    st = qrdma_qp_check_caps(core, c, has_srq);
+    return QRDMA_STATUS_OK;
+}
+
+/* The objects a new QP names: their slots, each looked up and owned. */
+typedef struct QrdmaQpRefs {
+    int pd;
+    int send_cq;
+    int recv_cq;
+    int srq;                            /* -1: none */
+} QrdmaQpRefs;
+
+static uint8_t qrdma_qp_get_refs(QrdmaCore *core, uint32_t uctx,
+                                 const struct qrdma_cmd_create_qp *c,
+                                 bool has_srq, QrdmaQpRefs *r)
+{
+    uint8_t st;
+
+    r->srq = -1;
+    st = qrdma_get_pd(core, uctx, le32_to_cpu(c->pd), &r->pd);
     if (st) {
         return st;
     }
+    st = qrdma_get_cq(core, uctx, le32_to_cpu(c->send_cq), &r->send_cq);
+    if (st) {
+        return st;
+    }
+    st = qrdma_get_cq(core, uctx, le32_to_cpu(c->recv_cq), &r->recv_cq);
+    if (st || !has_srq) {
+        return st;
+    }
+    return qrdma_get_srq(core, uctx, le32_to_cpu(c->srq), &r->srq);
+}
+
+/* The send ring and, without an SRQ, the receive ring of a new QP. */
+static uint8_t qrdma_qp_read_rings(QrdmaCore *core,
+                                   const struct qrdma_cmd_create_qp *c,
+                                   bool has_srq, QrdmaPages *sq,
+                                   QrdmaPages *rq)
+{
+    uint8_t st;
 
     st = qrdma_pages_read(core, core->cmdq.cur_name,
                           le64_to_cpu(c->sq_pages_addr),
                           le32_to_cpu(c->sq_npages),
                           le32_to_cpu(c->sq_npages), QRDMA_PAGE_SHIFT, true,
-                          &sq);
-    if (st) {
+                          sq);
+    if (st || has_srq) {
         return st;
     }
-    if (!has_srq) {
-        st = qrdma_pages_read(core, core->cmdq.cur_name,
-                              le64_to_cpu(c->rq_pages_addr),
-                              le32_to_cpu(c->rq_npages),
-                              le32_to_cpu(c->rq_npages), QRDMA_PAGE_SHIFT,
-                              true, &rq);
-        if (st) {
-            qrdma_pages_free(&sq);
-            return st;
-        }
+    st = qrdma_pages_read(core, core->cmdq.cur_name,
+                          le64_to_cpu(c->rq_pages_addr),
+                          le32_to_cpu(c->rq_npages),
+                          le32_to_cpu(c->rq_npages), QRDMA_PAGE_SHIFT,
+                          true, rq);
+    if (st) {
+        qrdma_pages_free(sq);
     }
+    return st;
+}
 
-    if (c->qp_type == QRDMA_QPT_GSI) {
-        idx = 0;
+/* The slot of a new QP: the GSI QP has slot 0, reserved for it. */
+static int qrdma_qp_slot_alloc(QrdmaCore *core, uint8_t type)
+{
+    if (type == QRDMA_QPT_GSI) {
         core->qp_table.busy[0] = true;
         core->qp_table.in_use++;
-    } else {
-        idx = qrdma_slot_alloc(core, &core->qp_table);
+        return 0;
     }
-    if (idx < 0) {
-        qrdma_pages_free(&sq);
-        qrdma_pages_free(&rq);
-        return QRDMA_STATUS_NO_RESOURCES;
-    }
+    return qrdma_slot_alloc(core, &core->qp_table);
+}
 
-    qp = &core->qp[idx];
-    memset(qp, 0, sizeof(*qp));
-    qp->qpn = qrdma_table_handle(&core->qp_table, idx);
+static void qrdma_qp_init(QrdmaCore *core, QrdmaQp *qp, uint32_t uctx,
+                          const struct qrdma_cmd_create_qp *c,
+                          const QrdmaQpRefs *r)
+{
+    bool has_srq = r->srq >= 0;
+
     qp->uctx = uctx;
-    qp->pd = core->pd[pd_idx].handle;
+    qp->pd = core->pd[r->pd].handle;
     qp->type = c->qp_type;
     qp->state = QRDMA_QPS_RESET;
     qp->sq_sig_all = c->flags & QRDMA_QP_F_SQ_SIG_ALL;
-    qp->send_cq = core->cq[scq_idx].handle;
-    qp->recv_cq = core->cq[rcq_idx].handle;
-    qp->srq = has_srq ? core->srq[srq_idx].handle : QRDMA_HANDLE_NONE;
+    qp->send_cq = core->cq[r->send_cq].handle;
+    qp->recv_cq = core->cq[r->recv_cq].handle;
+    qp->srq = has_srq ? core->srq[r->srq].handle : QRDMA_HANDLE_NONE;
     qp->sq_log2 = c->sq_log2;
     qp->rq_log2 = has_srq ? 0 : c->rq_log2;
-    qp->sq = sq;
-    qp->rq = rq;
     /* The real caps: the whole rings, and all a fixed-size WQE holds. */
     qp->cap.max_send_wr = 1u << c->sq_log2;
     qp->cap.max_send_sge = QRDMA_MAX_SEND_SGE;
@@ -366,15 +394,57 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
     }
     qp->attr.port_num = 1;
 
-    core->pd[pd_idx].refs++;
-    core->cq[scq_idx].refs++;
-    core->cq[rcq_idx].refs++;
+    core->pd[r->pd].refs++;
+    core->cq[r->send_cq].refs++;
+    core->cq[r->recv_cq].refs++;
     if (has_srq) {
-        core->srq[srq_idx].refs++;
+        core->srq[r->srq].refs++;
     }
     qrdma_uctx_ref(core, uctx, 1);
+}
 
-    qrdma_dp_qp_created(core, qp);
+uint8_t qrdma_qp_create(QrdmaCore *core, uint32_t uctx,
+                        const struct qrdma_cmd *cmd, struct qrdma_cmpl *cmpl,
+                        QrdmaQp **out)
+{
+    const struct qrdma_cmd_create_qp *c = &cmd->create_qp;
+    struct qrdma_create_qp_resp *resp = (void *)cmpl->data;
+    bool has_srq = le32_to_cpu(c->srq) != QRDMA_HANDLE_NONE;
+    QrdmaPages sq = { }, rq = { };
+    QrdmaQpRefs refs;
+    QrdmaQp *qp;
+    uint8_t st;
+    int idx;
+
+    st = qrdma_qp_check_type(core, uctx, c, has_srq);
+    if (st) {
+        return st;
+    }
+    st = qrdma_qp_get_refs(core, uctx, c, has_srq, &refs);
+    if (st) {
+        return st;
+    }
+    st = qrdma_qp_check_caps(core, c, has_srq);
+    if (st) {
+        return st;
+    }
+    st = qrdma_qp_read_rings(core, c, has_srq, &sq, &rq);
+    if (st) {
+        return st;
+    }
+    idx = qrdma_qp_slot_alloc(core, c->qp_type);
+    if (idx < 0) {
+        qrdma_pages_free(&sq);
+        qrdma_pages_free(&rq);
+        return QRDMA_STATUS_NO_RESOURCES;
+    }
+
+    qp = &core->qp[idx];
+    memset(qp, 0, sizeof(*qp));
+    qp->qpn = qrdma_table_handle(&core->qp_table, idx);
+    qp->sq = sq;
+    qp->rq = rq;
+    qrdma_qp_init(core, qp, uctx, c, &refs);
     trace_qrdma_qp_create(qp->qpn, qp->type, qp->cap.max_send_wr,
                           qp->cap.max_recv_wr);
     cmpl->handle = cpu_to_le32(qp->qpn);
@@ -383,59 +453,66 @@ uint8_t qrdma_cmd_create_qp(QrdmaCore *core, uint32_t uctx,
     resp->max_send_sge = cpu_to_le32(qp->cap.max_send_sge);
     resp->max_recv_sge = cpu_to_le32(qp->cap.max_recv_sge);
     resp->max_inline_data = cpu_to_le32(qp->cap.max_inline_data);
+    *out = qp;
     return QRDMA_STATUS_OK;
 }
 
+/*
+ * The attribute of mask whose value a modify may not set, or 0.  Each
+ * is checked only when mask sets it.
+ */
+static uint32_t qrdma_qp_bad_value(const struct qrdma_qp_attr *a,
+                                   uint32_t mask)
+{
+    const struct {
+        uint32_t attr;
+        bool bad;
+    } checks[] = {
+        { QP_ATTR(PKEY_INDEX), le16_to_cpu(a->pkey_index) != 0 },
+        { QP_ATTR(PORT), a->port_num != 1 },
+        { QP_ATTR(ACCESS_FLAGS),
+          le32_to_cpu(a->qp_access_flags) & ~QRDMA_ACCESS_VALID_MASK },
+        { QP_ATTR(PATH_MTU), a->path_mtu < 1 || a->path_mtu > 5 },
+        { QP_ATTR(TIMEOUT), a->timeout > 31 },
+        { QP_ATTR(RETRY_CNT), a->retry_cnt > 7 },
+        { QP_ATTR(RNR_RETRY), a->rnr_retry > 7 },
+        { QP_ATTR(MIN_RNR_TIMER), a->min_rnr_timer > 31 },
+        { QP_ATTR(RQ_PSN), le32_to_cpu(a->rq_psn) > 0xffffff },
+        { QP_ATTR(SQ_PSN), le32_to_cpu(a->sq_psn) > 0xffffff },
+        { QP_ATTR(DEST_QPN), le32_to_cpu(a->dest_qp_num) > 0xffffff },
+        { QP_ATTR(MAX_QP_RD_ATOMIC), a->max_rd_atomic > QRDMA_MAX_RD_ATOMIC },
+        { QP_ATTR(MAX_DEST_RD_ATOMIC),
+          a->max_dest_rd_atomic > QRDMA_MAX_RD_ATOMIC },
+        /* Without APM a path is only ever MIGRATED. */
+        { QP_ATTR(PATH_MIG_STATE), a->path_mig_state != 0 },
+        { QP_ATTR(EN_SQD_ASYNC_NOTIFY), a->en_sqd_async_notify > 1 },
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(checks); i++) {
+        if ((mask & checks[i].attr) && checks[i].bad) {
+            return checks[i].attr;
+        }
+    }
+    return 0;
+}
+
 /* The values of the attributes a modify sets, each checked. */
-static uint8_t qrdma_qp_check_values(QrdmaCore *core,
+static uint8_t qrdma_qp_check_values(QrdmaCore *core, const QrdmaQp *qp,
                                      const struct qrdma_qp_attr *a,
                                      uint32_t mask)
 {
-    const char *bad = NULL;
+    uint32_t bad = qrdma_qp_bad_value(a, mask);
 
-    if ((mask & QP_ATTR(PKEY_INDEX)) && le16_to_cpu(a->pkey_index) != 0) {
-        bad = "P_Key index";
-    } else if ((mask & QP_ATTR(PORT)) && a->port_num != 1) {
-        bad = "port";
-    } else if ((mask & QP_ATTR(ACCESS_FLAGS)) &&
-               (le32_to_cpu(a->qp_access_flags) & ~QRDMA_ACCESS_VALID_MASK)) {
-        bad = "access flags";
-    } else if ((mask & QP_ATTR(PATH_MTU)) &&
-               (a->path_mtu < 1 || a->path_mtu > 5)) {
-        bad = "path MTU";
-    } else if ((mask & QP_ATTR(TIMEOUT)) && a->timeout > 31) {
-        bad = "timeout";
-    } else if ((mask & QP_ATTR(RETRY_CNT)) && a->retry_cnt > 7) {
-        bad = "retry count";
-    } else if ((mask & QP_ATTR(RNR_RETRY)) && a->rnr_retry > 7) {
-        bad = "RNR retry";
-    } else if ((mask & QP_ATTR(MIN_RNR_TIMER)) && a->min_rnr_timer > 31) {
-        bad = "minimum RNR timer";
-    } else if ((mask & QP_ATTR(RQ_PSN)) && le32_to_cpu(a->rq_psn) > 0xffffff) {
-        bad = "receive PSN";
-    } else if ((mask & QP_ATTR(SQ_PSN)) && le32_to_cpu(a->sq_psn) > 0xffffff) {
-        bad = "send PSN";
-    } else if ((mask & QP_ATTR(DEST_QPN)) &&
-               le32_to_cpu(a->dest_qp_num) > 0xffffff) {
-        bad = "destination QPN";
-    } else if ((mask & QP_ATTR(MAX_QP_RD_ATOMIC)) &&
-               a->max_rd_atomic > QRDMA_MAX_RD_ATOMIC) {
-        bad = "initiator RDMA READ/atomic depth";
-    } else if ((mask & QP_ATTR(MAX_DEST_RD_ATOMIC)) &&
-               a->max_dest_rd_atomic > QRDMA_MAX_RD_ATOMIC) {
-        bad = "responder RDMA READ/atomic depth";
-    } else if ((mask & QP_ATTR(PATH_MIG_STATE)) && a->path_mig_state != 0) {
-        bad = "path migration state (only MIGRATED without APM)";
-    } else if ((mask & QP_ATTR(EN_SQD_ASYNC_NOTIFY)) &&
-               a->en_sqd_async_notify > 1) {
-        bad = "SQD notification flag";
-    }
     if (bad) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM, "bad %s", bad);
+        QRDMA_GUEST_ERR(core, cmd_qp_attr_value, "qp 0x%" PRIx32 ": value of"
+                        " attribute 0x%" PRIx32 " out of range", qp->qpn, bad);
+        return QRDMA_STATUS_BAD_PARAM;
     }
     if (mask & QP_ATTR(ALT_PATH)) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_NOT_SUPPORTED,
-                              "no alternate paths (APM)");
+        QRDMA_GUEST_ERR(core, cmd_qp_alt_path, "qp 0x%" PRIx32 ": no "
+                        "alternate paths (APM)", qp->qpn);
+        return QRDMA_STATUS_NOT_SUPPORTED;
     }
     if (mask & QP_ATTR(AV)) {
         return qrdma_check_av(core, &a->av);
@@ -501,15 +578,67 @@ static void qrdma_qp_apply(QrdmaQp *qp, const struct qrdma_qp_attr *a,
     }
 }
 
-uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
-                            const struct qrdma_cmd *cmd,
-                            struct qrdma_cmpl *cmpl)
+/* The state a modify moves qp to, and whether the table allows it. */
+static uint8_t qrdma_qp_check_transition(QrdmaCore *core, const QrdmaQp *qp,
+                                         const struct qrdma_qp_attr *a,
+                                         uint32_t mask, uint8_t *next)
+{
+    uint8_t cur = qp->state;
+    const QrdmaQpTransition *t;
+    uint32_t req, allowed;
+
+    if (mask & ~QRDMA_QP_ATTR_KNOWN) {
+        QRDMA_GUEST_ERR(core, cmd_qp_attr_unknown, "qp 0x%" PRIx32
+                        ": unknown attributes 0x%" PRIx32, qp->qpn, mask);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    if ((mask & QP_ATTR(CUR_STATE)) && a->cur_qp_state != cur) {
+        QRDMA_GUEST_ERR(core, cmd_qp_cur_state, "qp 0x%" PRIx32 ": current "
+                        "state given as %u, is %u", qp->qpn,
+                        a->cur_qp_state, cur);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    *next = mask & QP_ATTR(STATE) ? a->qp_state : cur;
+    if (*next >= QRDMA_NUM_QPS) {
+        QRDMA_GUEST_ERR(core, cmd_qp_bad_state, "qp 0x%" PRIx32 ": no QP "
+                        "state %u", qp->qpn, *next);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+
+    /* S40 */
+    t = &qrdma_qp_table[cur][*next];
+    if (!t->valid) {
+        QRDMA_GUEST_ERR(core, cmd_qp_transition, "qp 0x%" PRIx32 ": no "
+                        "transition %s -> %s", qp->qpn, qrdma_qps_names[cur],
+                        qrdma_qps_names[*next]);
+        return QRDMA_STATUS_BAD_STATE;
+    }
+    req = t->req[qp->type];
+    if ((mask & req) != req) {
+        QRDMA_GUEST_ERR(core, cmd_qp_attr_missing, "qp 0x%" PRIx32 ": %s -> "
+                        "%s lacks required attributes 0x%" PRIx32, qp->qpn,
+                        qrdma_qps_names[cur], qrdma_qps_names[*next],
+                        req & ~mask);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    allowed = req | t->opt[qp->type] | QP_ATTR(STATE);
+    if (mask & ~allowed) {
+        QRDMA_GUEST_ERR(core, cmd_qp_attr_not_allowed, "qp 0x%" PRIx32 ": %s "
+                        "-> %s does not take attributes 0x%" PRIx32, qp->qpn,
+                        qrdma_qps_names[cur], qrdma_qps_names[*next],
+                        mask & ~allowed);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    return QRDMA_STATUS_OK;
+}
+
+uint8_t qrdma_qp_modify(QrdmaCore *core, uint32_t uctx,
+                        const struct qrdma_cmd *cmd, QrdmaQp **out,
+                        uint8_t *from)
 {
     const struct qrdma_qp_attr *a = &cmd->modify_qp.attr;
     uint32_t mask = le32_to_cpu(a->attr_mask);
-    const QrdmaQpTransition *t;
-    uint32_t allowed;
-    uint8_t cur, next, st;
+    uint8_t next, st;
     QrdmaQp *qp;
     int idx;
 
@@ -518,47 +647,11 @@ uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     qp = &core->qp[idx];
-    cur = qp->state;
-
-    if (mask & ~QRDMA_QP_ATTR_KNOWN) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "unknown attributes 0x%" PRIx32, mask);
+    st = qrdma_qp_check_transition(core, qp, a, mask, &next);
+    if (st) {
+        return st;
     }
-    if ((mask & QP_ATTR(CUR_STATE)) && a->cur_qp_state != cur) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "current state given as %u, is %s",
-                              a->cur_qp_state, qrdma_qps_names[cur]);
-    }
-    next = mask & QP_ATTR(STATE) ? a->qp_state : cur;
-    if (next >= QRDMA_NUM_QPS) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "no QP state %u", next);
-    }
-
-    /* S40 */
-    t = &qrdma_qp_table[cur][next];
-    if (!t->valid) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_STATE,
-                              "qp 0x%" PRIx32 ": no transition %s -> %s",
-                              qp->qpn, qrdma_qps_names[cur],
-                              qrdma_qps_names[next]);
-    }
-    if ((mask & t->req[qp->type]) != t->req[qp->type]) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "qp 0x%" PRIx32 ": %s -> %s lacks required "
-                              "attributes 0x%" PRIx32, qp->qpn,
-                              qrdma_qps_names[cur], qrdma_qps_names[next],
-                              t->req[qp->type] & ~mask);
-    }
-    allowed = t->req[qp->type] | t->opt[qp->type] | QP_ATTR(STATE);
-    if (mask & ~allowed) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BAD_PARAM,
-                              "qp 0x%" PRIx32 ": %s -> %s does not take "
-                              "attributes 0x%" PRIx32, qp->qpn,
-                              qrdma_qps_names[cur], qrdma_qps_names[next],
-                              mask & ~allowed);
-    }
-    st = qrdma_qp_check_values(core, a, mask);
+    st = qrdma_qp_check_values(core, qp, a, mask);
     if (st) {
         return st;
     }
@@ -570,46 +663,44 @@ uint8_t qrdma_cmd_modify_qp(QrdmaCore *core, uint32_t uctx,
     } else {
         qrdma_qp_apply(qp, a, mask);
     }
-    trace_qrdma_qp_modify(qp->qpn, qrdma_qps_names[cur],
+    trace_qrdma_qp_modify(qp->qpn, qrdma_qps_names[qp->state],
                           qrdma_qps_names[next], mask);
+    *from = qp->state;
     qp->state = next;
-    qrdma_dp_qp_modified(core, qp, cur);
+    *out = qp;
     return QRDMA_STATUS_OK;
 }
 
-uint8_t qrdma_cmd_query_qp(QrdmaCore *core, uint32_t uctx,
-                           const struct qrdma_cmd *cmd,
-                           struct qrdma_cmpl *cmpl)
+uint8_t qrdma_qp_query(QrdmaCore *core, uint32_t uctx, uint32_t qpn,
+                       struct qrdma_query_qp_resp *resp)
 {
-    struct qrdma_query_qp_resp resp = { };
     QrdmaQp *qp;
     uint8_t st;
     int idx;
 
-    st = qrdma_get_qp(core, uctx, le32_to_cpu(cmd->query.index), &idx);
+    st = qrdma_get_qp(core, uctx, qpn, &idx);
     if (st) {
         return st;
     }
     qp = &core->qp[idx];
-    resp.attr = qp->attr;
-    resp.attr.attr_mask = 0;
-    resp.attr.qp_state = qp->state;
-    resp.attr.cur_qp_state = qp->state;
-    resp.cap.max_send_wr = cpu_to_le32(qp->cap.max_send_wr);
-    resp.cap.max_recv_wr = cpu_to_le32(qp->cap.max_recv_wr);
-    resp.cap.max_send_sge = cpu_to_le32(qp->cap.max_send_sge);
-    resp.cap.max_recv_sge = cpu_to_le32(qp->cap.max_recv_sge);
-    resp.cap.max_inline_data = cpu_to_le32(qp->cap.max_inline_data);
-    resp.qp_type = qp->type;
-    resp.sq_sig_all = qp->sq_sig_all;
-    return qrdma_reply(core, &cmd->query, &resp, sizeof(resp));
+    memset(resp, 0, sizeof(*resp));
+    resp->attr = qp->attr;
+    resp->attr.attr_mask = 0;
+    resp->attr.qp_state = qp->state;
+    resp->attr.cur_qp_state = qp->state;
+    resp->cap.max_send_wr = cpu_to_le32(qp->cap.max_send_wr);
+    resp->cap.max_recv_wr = cpu_to_le32(qp->cap.max_recv_wr);
+    resp->cap.max_send_sge = cpu_to_le32(qp->cap.max_send_sge);
+    resp->cap.max_recv_sge = cpu_to_le32(qp->cap.max_recv_sge);
+    resp->cap.max_inline_data = cpu_to_le32(qp->cap.max_inline_data);
+    resp->qp_type = qp->type;
+    resp->sq_sig_all = qp->sq_sig_all;
+    return QRDMA_STATUS_OK;
 }
 
-uint8_t qrdma_cmd_destroy_qp(QrdmaCore *core, uint32_t uctx,
-                             const struct qrdma_cmd *cmd,
-                             struct qrdma_cmpl *cmpl)
+uint8_t qrdma_qp_destroy_check(QrdmaCore *core, uint32_t uctx, uint32_t qpn,
+                               QrdmaQp **out)
 {
-    uint32_t qpn = le32_to_cpu(cmd->destroy.handle);
     QrdmaQp *qp;
     uint8_t st;
     int idx;
@@ -621,17 +712,22 @@ uint8_t qrdma_cmd_destroy_qp(QrdmaCore *core, uint32_t uctx,
     qp = &core->qp[idx];
     /* S13 */
     if (qp->mcast_attached) {
-        return qrdma_cmd_fail(core, QRDMA_STATUS_BUSY,
-                              "qp 0x%" PRIx32 " is attached to %" PRIu32
-                              " multicast groups", qpn, qp->mcast_attached);
+        QRDMA_GUEST_ERR(core, cmd_qp_mcast_attached, "qp 0x%" PRIx32 " is "
+                        "attached to %" PRIu32 " multicast groups", qpn,
+                        qp->mcast_attached);
+        return QRDMA_STATUS_BUSY;
     }
     trace_qrdma_qp_destroy(qpn, qrdma_qps_names[qp->state]);
-    qrdma_dp_qp_destroyed(core, qp);
+    *out = qp;
+    return QRDMA_STATUS_OK;
+}
+
+void qrdma_qp_free(QrdmaCore *core, QrdmaQp *qp)
+{
     /* A type 2 window is the QP's: it gives no access once the QP is gone. */
-    qrdma_mw_unbind_all(core, -1, qpn);
+    qrdma_mw_unbind_all(core, -1, qp->qpn);
     qrdma_qp_put_refs(core, qp);
     qrdma_pages_free(&qp->sq);
     qrdma_pages_free(&qp->rq);
-    qrdma_table_free(&core->qp_table, idx);
-    return QRDMA_STATUS_OK;
+    qrdma_table_free(&core->qp_table, qp - core->qp);
 }
