@@ -126,6 +126,9 @@ typedef struct QrdmaReq {
     uint32_t sent;                      /* bytes of that message sent */
     bool started;                       /* its WQE was checked and counted */
     bool waiting;                       /* for the WQEs before it */
+    uint32_t unacked;                   /* packets sent since an AckReq */
+    bool ack_all;                       /* every WQE asks for an ACK */
+    uint32_t counted;                   /* WQEs before it were counted */
 } QrdmaReq;
 
 /* The completer: the oldest WQE not complete, sq_ci, and its answers. */
@@ -158,6 +161,20 @@ typedef struct QrdmaResp {
     uint32_t atomic_psn;
     uint64_t atomic_orig;
 } QrdmaResp;
+
+/*
+ * What the completer needs of a WQE that went out: kept by the requester
+ * for each of the last QRDMA_SENT_MAX, which bounds the WQEs in flight.
+ */
+#define QRDMA_SENT_MAX 64
+
+typedef struct QrdmaSent {
+    uint64_t wr_id;
+    uint32_t len;
+    uint32_t psns;                      /* PSNs its packets take */
+    uint8_t opcode;                     /* QRDMA_WR_* */
+    bool signaled;
+} QrdmaSent;
 
 /*
  * The send WQE the requester or completer works on, copied out of guest
@@ -199,10 +216,12 @@ typedef struct QrdmaQp {
     bool queued;                        /* on the device's work list */
     bool comm_est;                      /* first message seen */
     bool fatal;                         /* lost a completion: QP_FATAL */
+    uint32_t mtu;                       /* of its packets, from path_mtu */
     QrdmaReq req;
     QrdmaComp comp;
     QrdmaResp resp;
     QrdmaWqeCache wqe;
+    QrdmaSent *sent;                    /* QRDMA_SENT_MAX, by SQ index */
     QEMUTimer *timer;                   /* the completer's RNR or retry wait */
     struct QrdmaCore *core;
     QSIMPLEQ_ENTRY(QrdmaQp) next;
@@ -352,6 +371,7 @@ typedef struct QrdmaCore {
     QrdmaFabricPort port;               /* the loopback transport */
     const QrdmaTransportOps *xport;     /* what carries packets */
     uint32_t mr_gen;                    /* bumped when access is taken away */
+    QrdmaDmaCache dma;
 
     QrdmaCounters counters;
     Error *migration_blocker;

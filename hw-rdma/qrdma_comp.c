@@ -38,28 +38,15 @@ void qrdma_comp_reset(QrdmaQp *qp)
     qp->comp.retry_left = qp->attr.retry_cnt;
 }
 
-/* The PSNs WQE c takes, as the requester numbers its packets. */
-static uint32_t qrdma_comp_psns(const QrdmaQp *qp, const QrdmaWqeCache *c)
-{
-    uint8_t op = c->wqe.opcode;
-
-    if (op == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
-        op == QRDMA_WR_ATOMIC_FETCH_AND_ADD ||
-        op == QRDMA_WR_ATOMIC_WRITE || op == QRDMA_WR_FLUSH || !c->len) {
-        return 1;
-    }
-    return DIV_ROUND_UP(c->len, qrdma_qp_mtu(qp));
-}
-
 /*
  * WQE sq_ci, which is c, is complete with status: its completion when
  * signaled or failed, and for an error the QP's move down (S31: RC to
  * ERR, UC and UD to SQE).
  */
-static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
+static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, const QrdmaSent *c,
                             uint8_t status, uint32_t psns)
 {
-    bool signaled = qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED);
+    bool signaled = c->signaled;
 
     qp->sq_ci++;
     qp->comp.psn = (qp->comp.psn + psns) & QRDMA_PSN_MASK;
@@ -67,11 +54,11 @@ static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
     qrdma_comp_reset(qp);
     if (signaled || status) {
         struct qrdma_cqe cqe = {
-            .wr_id = c->wqe.wr_id,
+            .wr_id = c->wr_id,
             .byte_len = cpu_to_le32(qrdma_wqe_is_read_or_atomic(
-                                        c->wqe.opcode) ? c->len : 0),
+                                        c->opcode) ? c->len : 0),
             .qpn = cpu_to_le32(qp->qpn),
-            .opcode = qrdma_wc_opcode(c->wqe.opcode),
+            .opcode = qrdma_wc_opcode(c->opcode),
             .status = status,
         };
 
@@ -79,8 +66,8 @@ static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
     }
     if (status) {
         qrdma_qp_to_err(core, qp, qp->type != QRDMA_QPT_RC);
-    } else if (qp->req.waiting && qp->req.idx == qp->sq_ci) {
-        /* A memory work request waited for this one. */
+    } else if (qp->req.waiting) {
+        /* The requester waited for this one (a window, a memory WQE). */
         qp->req.waiting = false;
         qrdma_dp_kick(core, qp);
     }
@@ -88,7 +75,16 @@ static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
 
 void qrdma_comp_local(QrdmaCore *core, QrdmaQp *qp, uint8_t status)
 {
-    qrdma_comp_done(core, qp, &qp->wqe, status, 0);
+    QrdmaSent s;
+
+    qrdma_wqe_sent(qp, &qp->wqe, &s);
+    qrdma_comp_done(core, qp, &s, status, 0);
+}
+
+/* The record of WQE sq_ci, which went out. */
+static QrdmaSent *qrdma_comp_oldest(QrdmaQp *qp)
+{
+    return &qp->sent[qp->sq_ci % QRDMA_SENT_MAX];
 }
 
 bool qrdma_comp_take_unacked(QrdmaCore *core, QrdmaQp *qp,
@@ -100,7 +96,7 @@ bool qrdma_comp_take_unacked(QrdmaCore *core, QrdmaQp *qp,
         return false;
     }
     qp->sq_ci++;
-    qp->comp.psn = (qp->comp.psn + qrdma_comp_psns(qp, c)) & QRDMA_PSN_MASK;
+    qp->comp.psn = (qp->comp.psn + qrdma_wqe_psns(qp, c)) & QRDMA_PSN_MASK;
     memset(cqe, 0, sizeof(*cqe));
     cqe->wr_id = c->wqe.wr_id;
     cqe->qpn = cpu_to_le32(qp->qpn);
@@ -146,20 +142,13 @@ static bool qrdma_comp_ack_upto(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
     bool moved = false;
 
     while (qp->sq_ci != qp->req.idx) {
-        QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->sq_ci);
-        uint32_t psns;
+        QrdmaSent *c = qrdma_comp_oldest(qp);
 
-        if (!c) {
-            return false;
-        }
-        psns = qrdma_comp_psns(qp, c);
-        if (qrdma_psn_diff(psn, qp->comp.psn + psns - 1) < 0) {
+        if (qrdma_psn_diff(psn, qp->comp.psn + c->psns - 1) < 0 ||
+            qrdma_wqe_is_read_or_atomic(c->opcode)) {
             break;
         }
-        if (qrdma_wqe_is_read_or_atomic(c->wqe.opcode)) {
-            break;
-        }
-        qrdma_comp_done(core, qp, c, QRDMA_WC_SUCCESS, psns);
+        qrdma_comp_done(core, qp, c, QRDMA_WC_SUCCESS, c->psns);
         moved = true;
         if (qp->state != QRDMA_QPS_RTS && qp->state != QRDMA_QPS_SQD) {
             return false;
@@ -190,14 +179,10 @@ static uint8_t qrdma_comp_nak_status(uint8_t code)
  */
 static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
 {
-    QrdmaWqeCache *c;
-
     core->counters.rnr_naks_rcvd++;
     if (qp->comp.rnr_left == 0) {
-        c = qrdma_wqe_get(core, qp, qp->sq_ci);
-        if (c) {
-            qrdma_comp_done(core, qp, c, QRDMA_WC_RNR_RETRY_EXC_ERR, 0);
-        }
+        qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
+                        QRDMA_WC_RNR_RETRY_EXC_ERR, 0);
         return;
     }
     if (qp->comp.rnr_left != 7) {
@@ -214,7 +199,6 @@ static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
 static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
     uint8_t type = QRDMA_AETH_TYPE(pkt->syndrome);
-    QrdmaWqeCache *c;
 
     if (type == QRDMA_AETH_ACK) {
         qrdma_comp_ack_upto(core, qp, pkt->psn);
@@ -236,11 +220,8 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         qrdma_dp_kick(core, qp);
         return;
     }
-    c = qrdma_wqe_get(core, qp, qp->sq_ci);
-    if (c) {
-        qrdma_comp_done(core, qp, c,
-                        qrdma_comp_nak_status(pkt->syndrome & 0x1f), 0);
-    }
+    qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
+                    qrdma_comp_nak_status(pkt->syndrome & 0x1f), 0);
 }
 
 /* A READ response packet: its bytes go to the WQE's SGEs, in order. */
@@ -248,6 +229,7 @@ static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
                                  QrdmaPkt *pkt, uint32_t flags)
 {
     QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->sq_ci);
+    QrdmaSent *sent = qrdma_comp_oldest(qp);
     uint32_t mtu = qrdma_qp_mtu(qp);
     uint32_t off = qp->comp.read_done;
     QrdmaCopy res;
@@ -266,14 +248,13 @@ static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
     qrdma_iter_seek(&c->local, off);
     res = qrdma_copy(pkt->payload, &c->local, pkt->paylen);
     if (res != QRDMA_COPY_OK) {
-        qrdma_comp_done(core, qp, c, res == QRDMA_COPY_SRC_ERR ?
+        qrdma_comp_done(core, qp, sent, res == QRDMA_COPY_SRC_ERR ?
                         QRDMA_WC_REM_ACCESS_ERR : QRDMA_WC_LOC_PROT_ERR, 0);
         return;
     }
     qp->comp.read_done += pkt->paylen;
     if (flags & QRDMA_OPF_LAST) {
-        qrdma_comp_done(core, qp, c, QRDMA_WC_SUCCESS,
-                        qrdma_comp_psns(qp, c));
+        qrdma_comp_done(core, qp, sent, QRDMA_WC_SUCCESS, sent->psns);
         qrdma_comp_progress(core, qp);
     }
 }
@@ -294,7 +275,7 @@ static void qrdma_comp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
     }
     qrdma_iter_host(&oi, &orig, 8);
     qrdma_iter_seek(&c->local, 0);
-    qrdma_comp_done(core, qp, c,
+    qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
                     qrdma_copy(&oi, &c->local, 8) == QRDMA_COPY_OK ?
                     QRDMA_WC_SUCCESS : QRDMA_WC_LOC_PROT_ERR, 1);
     qrdma_comp_progress(core, qp);
@@ -335,7 +316,6 @@ void qrdma_comp_timer(void *opaque)
 {
     QrdmaQp *qp = opaque;
     QrdmaCore *core = qp->core;
-    QrdmaWqeCache *c;
 
     if (qp->comp.rnr_wait) {
         qp->comp.rnr_wait = false;
@@ -351,10 +331,8 @@ void qrdma_comp_timer(void *opaque)
     }
     if (!qp->comp.retry_left) {
         core->counters.retry_exceeded++;
-        c = qrdma_wqe_get(core, qp, qp->sq_ci);
-        if (c) {
-            qrdma_comp_done(core, qp, c, QRDMA_WC_RETRY_EXC_ERR, 0);
-        }
+        qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
+                        QRDMA_WC_RETRY_EXC_ERR, 0);
         return;
     }
     qp->comp.retry_left--;
@@ -391,6 +369,7 @@ void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp)
     }
     qp->wqe.valid = false;
     qp->req.idx = qp->sq_ci;
+    qp->req.counted = qp->sq_ci;
     qp->req.sent = 0;
     qp->req.started = false;
     qp->comp.psn = qp->req.psn;

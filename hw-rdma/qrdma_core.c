@@ -394,6 +394,7 @@ void qrdma_core_unrealize(QrdmaCore *core)
     qrdma_dp_reset(core);
     qrdma_dp_unrealize(core);
     qrdma_resources_free(core);
+    qrdma_dma_cleanup(core);
     if (core->migration_blocker) {
         migrate_del_blocker(&core->migration_blocker);
     }

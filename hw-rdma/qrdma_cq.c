@@ -61,24 +61,20 @@ bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
     phase = !((cq->pi >> cq->log2) & 1);
 
     cqe->flags &= ~QRDMA_CQE_F_PHASE;
-    cqe->flags |= phase ? 0 : QRDMA_CQE_F_PHASE;
+    cqe->flags |= phase ? QRDMA_CQE_F_PHASE : 0;
     /*
      * The ring was RAM when the CQ was created; the guest may have changed
      * its memory map since.  A ring that is no longer RAM is an overrun
      * of a kind: the CQ takes nothing more.
      */
-    if (!qrdma_dma_write(core, addr, cqe, sizeof(*cqe))) {
+    if (!qrdma_dma_publish(core, addr, cqe, sizeof(*cqe),
+                           offsetof(struct qrdma_cqe, flags))) {
         QRDMA_GUEST_ERR(core, cq_ring_gone, "CQ 0x%" PRIx32 ": entry at 0x%"
                         PRIx64 " is no longer RAM", cqn, addr);
         cq->overrun = true;
         qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
         return false;
     }
-    /* The consumer polls the phase bit: it goes in last. */
-    smp_wmb();
-    cqe->flags ^= QRDMA_CQE_F_PHASE;
-    qrdma_dma_write(core, addr + offsetof(struct qrdma_cqe, flags),
-                    &cqe->flags, 1);
     cq->pi++;
 
     if ((cq->armed & QRDMA_DB_CQ_ARM_NEXT) ||

@@ -8,12 +8,170 @@
 
 #include "qemu/osdep.h"
 #include "qemu/rcu.h"
+#include "qemu/atomic.h"
+#include "system/xen.h"
 #include "exec/memory.h"
 #include "hw/pci/pci_device.h"
 #include "qrdma.h"
 #include "qrdma_dma.h"
 #include "qrdma_err.h"
 #include "trace.h"
+
+/*
+ * Cached translations.  Translating a guest address through the memory
+ * map costs more than a small message's whole transport; the device's
+ * rings and buffers sit in few places, so it keeps, per 2 MiB block of
+ * guest addresses, one MemoryRegionCache of the RAM found there.  They
+ * are dropped whenever the memory map of the device's address space
+ * changes (the listener's commit: a BAR moved, RAM unplugged, bus
+ * mastering off), so an access is checked against the map of the moment
+ * as before.  Behind a vIOMMU, whose mappings change without that, and
+ * for anything that is not RAM, every access is translated anew.
+ */
+#define QRDMA_DMA_BLOCK_SHIFT 21
+
+static void qrdma_dma_cache_drop(QrdmaDmaCache *dc)
+{
+    unsigned i;
+
+    for (i = 0; i < QRDMA_DMA_CACHE_LEN; i++) {
+        if (dc->e[i].valid) {
+            address_space_cache_destroy(&dc->e[i].cache);
+            dc->e[i].valid = false;
+        }
+    }
+}
+
+static void qrdma_dma_map_changed(MemoryListener *listener)
+{
+    QrdmaDmaCache *dc = container_of(listener, QrdmaDmaCache, listener);
+
+    qrdma_dma_cache_drop(dc);
+}
+
+/*
+ * Started on the first access: a cold-plugged function's bus master
+ * address space is set up only once the machine is done.
+ */
+static bool qrdma_dma_cache_on(QrdmaCore *core)
+{
+    QrdmaDmaCache *dc = &core->dma;
+
+    if (!dc->started) {
+        dc->started = true;
+        dc->usable = pci_device_iommu_address_space(core->owner) ==
+                     &address_space_memory;
+        if (dc->usable) {
+            dc->as = pci_get_address_space(core->owner);
+            dc->listener.name = "qrdma-dma";
+            dc->listener.commit = qrdma_dma_map_changed;
+            memory_listener_register(&dc->listener, dc->as);
+        }
+    }
+    return dc->usable;
+}
+
+void qrdma_dma_cleanup(QrdmaCore *core)
+{
+    QrdmaDmaCache *dc = &core->dma;
+
+    if (dc->usable) {
+        memory_listener_unregister(&dc->listener);
+        qrdma_dma_cache_drop(dc);
+    }
+    dc->started = dc->usable = false;
+}
+
+static bool qrdma_dma_is_ram(const MemoryRegionCache *c)
+{
+    return c->ptr && memory_region_is_ram(c->mrs.mr) &&
+           !memory_region_is_ram_device(c->mrs.mr);
+}
+
+/* Cache the RAM from addr to the end of its block (or of the RAM). */
+static bool qrdma_dma_cache_fill(QrdmaDmaCache *dc, QrdmaDmaEntry *e,
+                                 uint64_t addr)
+{
+    uint64_t end = (addr | ((1ull << QRDMA_DMA_BLOCK_SHIFT) - 1)) + 1;
+
+    if (e->valid) {
+        address_space_cache_destroy(&e->cache);
+        e->valid = false;
+    }
+    e->writable = true;
+    address_space_cache_init(&e->cache, dc->as, addr, end - addr, true);
+    if (!qrdma_dma_is_ram(&e->cache)) {
+        /* Read-only RAM (a ROM) has no pointer for writing: read then. */
+        address_space_cache_destroy(&e->cache);
+        e->writable = false;
+        address_space_cache_init(&e->cache, dc->as, addr, end - addr, false);
+        if (!qrdma_dma_is_ram(&e->cache)) {
+            address_space_cache_destroy(&e->cache);
+            return false;
+        }
+    }
+    /*
+     * Whether writes are logged can change only with a commit of the
+     * memory map (migration starting, a region logging), which drops
+     * every entry: asked once here.
+     */
+    e->log_dirty = memory_region_get_dirty_log_mask(e->cache.mrs.mr) ||
+                   xen_enabled();
+    e->start = addr;
+    e->valid = true;
+    return true;
+}
+
+/*
+ * Bytes the device wrote through a cached translation: dirty for
+ * migration, and TCG's code built from them dropped.  With nobody
+ * logging dirty memory (no migration, not TCG, not Xen) there is
+ * nothing to do, and the bookkeeping costs as much as a small message.
+ */
+static inline void qrdma_dma_written(QrdmaDmaEntry *e, hwaddr off,
+                                     hwaddr len)
+{
+    if (e->log_dirty) {
+        address_space_cache_invalidate(&e->cache, off, len);
+    }
+}
+
+/*
+ * The cached RAM at addr, and in *room the bytes of it from there; NULL
+ * when it is not cached RAM (then the slow path translates).
+ */
+static QrdmaDmaEntry *qrdma_dma_lookup_slow(QrdmaCore *core, uint64_t addr,
+                                            bool is_write, uint64_t *room)
+{
+    QrdmaDmaCache *dc = &core->dma;
+    QrdmaDmaEntry *e;
+
+    if (!qrdma_dma_cache_on(core)) {
+        return NULL;
+    }
+    e = &dc->e[(addr >> QRDMA_DMA_BLOCK_SHIFT) % QRDMA_DMA_CACHE_LEN];
+    if (!qrdma_dma_cache_fill(dc, e, addr) || (is_write && !e->writable)) {
+        return NULL;
+    }
+    *room = e->cache.len;
+    return e;
+}
+
+/* Entries exist only while the cache is usable: a hit needs no more. */
+static inline QrdmaDmaEntry *qrdma_dma_lookup(QrdmaCore *core, uint64_t addr,
+                                              bool is_write, uint64_t *room)
+{
+    QrdmaDmaEntry *e = &core->dma.e[(addr >> QRDMA_DMA_BLOCK_SHIFT) %
+                                    QRDMA_DMA_CACHE_LEN];
+    uint64_t off = addr - e->start;
+
+    if (likely(e->valid && off < e->cache.len &&
+               (e->writable || !is_write))) {
+        *room = e->cache.len - off;
+        return e;
+    }
+    return qrdma_dma_lookup_slow(core, addr, is_write, room);
+}
 
 /*
  * Whether [addr, addr + len) is guest RAM the device may access (writable
@@ -23,9 +181,15 @@
 bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len, bool is_write)
 {
     AddressSpace *as = pci_get_address_space(core->owner);
+    uint64_t room;
 
     if (!len || addr + len < addr) {
         return false;
+    }
+    while (len && qrdma_dma_lookup(core, addr, is_write, &room)) {
+        room = MIN(room, len);
+        addr += room;
+        len -= room;
     }
 
     RCU_READ_LOCK_GUARD();
@@ -47,6 +211,14 @@ bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len, bool is_write)
 
 bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len)
 {
+    QrdmaDmaEntry *e;
+    uint64_t room;
+
+    e = len ? qrdma_dma_lookup(core, addr, false, &room) : NULL;
+    if (e && room >= len) {
+        memcpy(buf, e->cache.ptr + (addr - e->start), len);
+        return true;
+    }
     return qrdma_dma_ok(core, addr, len, false) &&
            pci_dma_read(core->owner, addr, buf, len) == MEMTX_OK;
 }
@@ -54,29 +226,78 @@ bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len)
 bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
                      uint64_t len)
 {
+    QrdmaDmaEntry *e;
+    uint64_t room;
+
+    e = len ? qrdma_dma_lookup(core, addr, true, &room) : NULL;
+    if (e && room >= len) {
+        memcpy(e->cache.ptr + (addr - e->start), buf, len);
+        qrdma_dma_written(e, addr - e->start, len);
+        return true;
+    }
     return qrdma_dma_ok(core, addr, len, true) &&
            pci_dma_write(core->owner, addr, buf, len) == MEMTX_OK;
 }
 
+bool qrdma_dma_publish(QrdmaCore *core, uint64_t addr, const void *buf,
+                       uint64_t len, uint64_t last)
+{
+    const uint8_t *b = buf;
+    QrdmaDmaEntry *e;
+    uint8_t *host;
+    uint64_t room;
+
+    e = qrdma_dma_lookup(core, addr, true, &room);
+    if (e && room >= len) {
+        host = e->cache.ptr + (addr - e->start);
+        memcpy(host, b, last);
+        memcpy(host + last + 1, b + last + 1, len - last - 1);
+        /* The consumer polls that byte: the rest is visible first. */
+        smp_wmb();
+        qatomic_set(host + last, b[last]);
+        qrdma_dma_written(e, addr - e->start, len);
+        return true;
+    }
+    if (!qrdma_dma_write(core, addr, b, last) ||
+        !qrdma_dma_write(core, addr + last + 1, b + last + 1,
+                         len - last - 1)) {
+        return false;
+    }
+    smp_wmb();
+    return qrdma_dma_write(core, addr + last, b + last, 1);
+}
+
 /*
- * Map up to *len bytes of guest RAM at addr for the device to copy from
- * (dir DMA_DIRECTION_TO_DEVICE) or into; *len becomes what was mapped.
+ * Map up to len bytes of guest RAM at addr for the device to copy from
+ * (dir DMA_DIRECTION_TO_DEVICE) or into; m->len becomes what was mapped.
  * Checked now, not only when an MR or ring was registered: the guest may
  * change its memory map in between, and behind a vIOMMU remap at will.
  * Anything else (MMIO, a peer's doorbells, unassigned space) is refused
  * before it is touched, where dma_memory_map would bounce it through
  * MMIO accesses.
  */
-void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
-                    DMADirection dir)
+bool qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t len,
+                   DMADirection dir, QrdmaMap *m)
 {
     AddressSpace *as = pci_get_address_space(core->owner);
     bool is_write = dir == DMA_DIRECTION_FROM_DEVICE;
-    hwaddr xlat, plen = *len;
+    hwaddr xlat, plen = len;
+    QrdmaDmaEntry *e;
     MemoryRegion *mr;
+    uint64_t room;
 
-    if (!plen) {
-        return NULL;
+    m->dir = dir;
+    m->entry = NULL;
+    if (!len) {
+        return false;
+    }
+    e = qrdma_dma_lookup(core, addr, is_write, &room);
+    if (e) {
+        m->entry = e;
+        m->off = addr - e->start;
+        m->host = e->cache.ptr + m->off;
+        m->len = MIN(len, room);
+        return true;
     }
     WITH_RCU_READ_LOCK_GUARD() {
         mr = address_space_translate(as, addr, &xlat, &plen, is_write,
@@ -84,19 +305,24 @@ void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
         if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
             (is_write && mr->readonly) || !plen) {
             QRDMA_GUEST_ERR(core, dma_not_ram, "DMA 0x%" PRIx64 "+0x%" PRIx64
-                            " (write %d): not guest RAM", addr, *len,
+                            " (write %d): not guest RAM", addr, len,
                             is_write);
-            return NULL;
+            return false;
         }
     }
-    *len = MIN(*len, plen);
-    return dma_memory_map(as, addr, len, dir, MEMTXATTRS_UNSPECIFIED);
+    m->len = MIN(len, plen);
+    m->host = dma_memory_map(as, addr, &m->len, dir, MEMTXATTRS_UNSPECIFIED);
+    return m->host != NULL;
 }
 
-void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
-                     DMADirection dir, dma_addr_t done)
+void qrdma_dma_unmap(QrdmaCore *core, QrdmaMap *m, dma_addr_t done)
 {
-    dma_memory_unmap(pci_get_address_space(core->owner), p, len, dir, done);
+    if (!m->entry) {
+        dma_memory_unmap(pci_get_address_space(core->owner), m->host, m->len,
+                         m->dir, done);
+    } else if (m->dir == DMA_DIRECTION_FROM_DEVICE && done) {
+        qrdma_dma_written(m->entry, m->off, done);
+    }
 }
 
 void qrdma_pages_free(QrdmaPages *pages)

@@ -10,6 +10,7 @@
 #define HW_RDMA_QRDMA_DMA_H
 
 #include "system/dma.h"
+#include "exec/memory.h"
 
 typedef struct QrdmaCore QrdmaCore;
 
@@ -28,10 +29,47 @@ bool qrdma_dma_ok(QrdmaCore *core, uint64_t addr, uint64_t len,
 bool qrdma_dma_read(QrdmaCore *core, uint64_t addr, void *buf, uint64_t len);
 bool qrdma_dma_write(QrdmaCore *core, uint64_t addr, const void *buf,
                      uint64_t len);
-void *qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t *len,
-                    DMADirection dir);
-void qrdma_dma_unmap(QrdmaCore *core, void *p, dma_addr_t len,
-                     DMADirection dir, dma_addr_t done);
+/*
+ * Write len bytes at addr, the byte at offset last (a valid or phase
+ * flag the consumer polls) after all the others are visible.
+ */
+bool qrdma_dma_publish(QrdmaCore *core, uint64_t addr, const void *buf,
+                       uint64_t len, uint64_t last);
+
+/* A piece of guest RAM mapped for the device to copy into or out of. */
+typedef struct QrdmaMap {
+    uint8_t *host;
+    dma_addr_t len;
+    DMADirection dir;
+    struct QrdmaDmaEntry *entry;        /* its cached translation, or NULL */
+    hwaddr off;                         /* within that */
+} QrdmaMap;
+
+bool qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t len,
+                   DMADirection dir, QrdmaMap *m);
+/* done: the bytes written, for a map the device wrote into. */
+void qrdma_dma_unmap(QrdmaCore *core, QrdmaMap *m, dma_addr_t done);
+
+/* Translations of guest RAM the device keeps (see qrdma_dma.c). */
+#define QRDMA_DMA_CACHE_LEN 64
+
+typedef struct QrdmaDmaEntry {
+    bool valid;
+    bool writable;
+    bool log_dirty;                     /* writes must be marked dirty */
+    uint64_t start;                     /* guest address cache starts at */
+    MemoryRegionCache cache;
+} QrdmaDmaEntry;
+
+typedef struct QrdmaDmaCache {
+    bool started;
+    bool usable;                        /* no vIOMMU in the way */
+    AddressSpace *as;
+    MemoryListener listener;
+    QrdmaDmaEntry e[QRDMA_DMA_CACHE_LEN];
+} QrdmaDmaCache;
+
+void qrdma_dma_cleanup(QrdmaCore *core);
 
 void qrdma_pages_free(QrdmaPages *pages);
 uint8_t qrdma_pages_read(QrdmaCore *core, const char *what, uint64_t addr,

@@ -42,7 +42,8 @@ void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
     }
 }
 
-uint32_t qrdma_qp_mtu(const QrdmaQp *qp)
+/* The MTU of the QP's packets, worked out when its attributes change. */
+static uint32_t qrdma_qp_mtu_of(const QrdmaQp *qp)
 {
     if (qp->type == QRDMA_QPT_RC || qp->type == QRDMA_QPT_UC) {
         /* Checked when set: 1 (256) to 5 (4096). */
@@ -294,6 +295,27 @@ QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx)
     return c;
 }
 
+uint32_t qrdma_wqe_psns(const QrdmaQp *qp, const QrdmaWqeCache *c)
+{
+    uint8_t op = c->wqe.opcode;
+
+    if (op == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
+        op == QRDMA_WR_ATOMIC_FETCH_AND_ADD ||
+        op == QRDMA_WR_ATOMIC_WRITE || op == QRDMA_WR_FLUSH || !c->len) {
+        return 1;
+    }
+    return DIV_ROUND_UP(c->len, qrdma_qp_mtu(qp));
+}
+
+void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s)
+{
+    s->wr_id = c->wqe.wr_id;
+    s->len = c->len;
+    s->psns = qrdma_wqe_psns(qp, c);
+    s->opcode = c->wqe.opcode;
+    s->signaled = qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED);
+}
+
 /* Packets */
 
 void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
@@ -380,13 +402,18 @@ static bool qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
     }
     qrdma_req_run(core, qp, budget, &bytes);
     if (qp->req.idx != qp->sq_pi && qp->state == QRDMA_QPS_RTS &&
-        !qp->comp.rnr_wait && !qp->queued) {
+        !qp->comp.rnr_wait && !qp->queued && !qp->req.waiting) {
         /* More than its turn's worth: come back later, others go first. */
         qp->queued = true;
         QSIMPLEQ_INSERT_TAIL(&core->work, qp, next);
         qemu_bh_schedule(core->dp_bh);
         return !bytes;
     }
+    /*
+     * Stopped with requests unanswered: the ACK timer starts.  Not while
+     * it is queued to go on, which is soon and arms it then if need be.
+     */
+    qrdma_comp_arm_retry(core, qp);
     return false;
 }
 
@@ -599,6 +626,8 @@ static void qrdma_qp_engines_reset(QrdmaQp *qp)
 void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp)
 {
     qrdma_qp_engines_reset(qp);
+    qp->mtu = qrdma_qp_mtu_of(qp);
+    qp->sent = g_new0(QrdmaSent, QRDMA_SENT_MAX);
     qp->core = core;
     qp->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_comp_timer, qp);
 }
@@ -618,6 +647,7 @@ static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
 
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
 {
+    qp->mtu = qrdma_qp_mtu_of(qp);
     switch (qp->state) {
     case QRDMA_QPS_RESET:
         /* S36: outstanding WRs are dropped, a flush stops. */
@@ -672,6 +702,8 @@ void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp)
     qrdma_qp_unqueue(core, qp);
     timer_free(qp->timer);
     qp->timer = NULL;
+    g_free(qp->sent);
+    qp->sent = NULL;
 }
 
 /* Device */
@@ -708,6 +740,8 @@ void qrdma_dp_reset(QrdmaCore *core)
             timer_free(qp->timer);
             qp->timer = NULL;
         }
+        g_free(qp->sent);
+        qp->sent = NULL;
     }
     memset(core->eq, 0, sizeof(core->eq));
     core->port_up = qrdma_eth_link_up(core);

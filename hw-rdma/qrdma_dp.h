@@ -29,10 +29,16 @@ void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only);
 /* A completion of qp; a CQ that cannot take it makes the QP fatal. */
 void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
                   struct qrdma_cqe *cqe, bool solicited);
-uint32_t qrdma_qp_mtu(const QrdmaQp *qp);
+static inline uint32_t qrdma_qp_mtu(const QrdmaQp *qp)
+{
+    return qp->mtu;
+}
 /* The send WQE at SQ index idx, read and checked once. */
 QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx);
 bool qrdma_wqe_is_read_or_atomic(uint8_t opcode);
+/* The PSNs the packets of WQE c take, as the requester numbers them. */
+uint32_t qrdma_wqe_psns(const QrdmaQp *qp, const QrdmaWqeCache *c);
+void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s);
 /* The completion opcode of a send WQE's opcode. */
 uint8_t qrdma_wc_opcode(uint8_t wr_opcode);
 

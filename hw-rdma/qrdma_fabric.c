@@ -69,8 +69,8 @@ static bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid)
 }
 
 /*
- * Each receiver reads the payload from where the sender left it: the
- * iterator is put back after every delivery.
+ * To several receivers: each reads the payload from where the sender left
+ * it, the iterator put back after every delivery.
  */
 static void qrdma_fabric_deliver(QrdmaFabricPort *port, QrdmaPkt *pkt)
 {
@@ -101,7 +101,8 @@ static void qrdma_fabric_xmit(QrdmaCore *core, QrdmaPkt *pkt)
     }
     QLIST_FOREACH(p, &fabric->members, next) {
         if (qrdma_fabric_owns_gid(p->core, pkt->dgid)) {
-            qrdma_fabric_deliver(p, pkt);
+            /* One receiver: it may move the payload iterator as it reads. */
+            p->rx(p->core, pkt);
             return;
         }
     }

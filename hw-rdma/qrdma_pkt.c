@@ -12,7 +12,7 @@
 #define F(x) QRDMA_OPF_##x
 
 /* The operations of RC; UC has the SEND and WRITE ones, UD SEND_ONLY(_IMM). */
-static const uint32_t qrdma_op_table[32] = {
+const uint32_t qrdma_op_table[32] = {
     [QRDMA_OP_SEND_FIRST] = F(FIRST) | F(SEND) | F(PAYLOAD) | F(RECV),
     [QRDMA_OP_SEND_MIDDLE] = F(SEND) | F(PAYLOAD),
     [QRDMA_OP_SEND_LAST] = F(LAST) | F(SEND) | F(PAYLOAD),
@@ -46,25 +46,3 @@ static const uint32_t qrdma_op_table[32] = {
     [QRDMA_OP_FLUSH] = F(FIRST) | F(LAST) | F(OTHER) | F(RETH),
     [QRDMA_OP_ATOMIC_WRITE] = F(FIRST) | F(LAST) | F(OTHER) | F(RETH),
 };
-
-uint32_t qrdma_op_flags(uint8_t opcode)
-{
-    uint8_t op = opcode & 0x1f;
-    uint32_t f;
-
-    switch (QRDMA_OP_TRANSPORT(opcode)) {
-    case QRDMA_OP_RC:
-        f = qrdma_op_table[op];
-        break;
-    case QRDMA_OP_UC:
-        f = op <= QRDMA_OP_WRITE_ONLY_IMM ? qrdma_op_table[op] : 0;
-        break;
-    case QRDMA_OP_UD:
-        f = op == QRDMA_OP_SEND_ONLY || op == QRDMA_OP_SEND_ONLY_IMM ?
-            qrdma_op_table[op] : 0;
-        break;
-    default:
-        f = 0;
-    }
-    return f ? f | F(VALID) : 0;
-}

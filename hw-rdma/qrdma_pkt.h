@@ -63,8 +63,31 @@
 #define QRDMA_OPF_RECV                  (1u << 13)  /* takes a receive WQE */
 #define QRDMA_OPF_OTHER                 (1u << 14)  /* FLUSH, ATOMIC_WRITE */
 
+/* What the operations of RC carry; UC has SEND and WRITE, UD SEND_ONLY. */
+extern const uint32_t qrdma_op_table[32];
+
 /* The flags of a BTH opcode; 0 for one qrdma does not know. */
-uint32_t qrdma_op_flags(uint8_t opcode);
+static inline uint32_t qrdma_op_flags(uint8_t opcode)
+{
+    uint8_t op = opcode & 0x1f;
+    uint32_t f;
+
+    switch (QRDMA_OP_TRANSPORT(opcode)) {
+    case QRDMA_OP_RC:
+        f = qrdma_op_table[op];
+        break;
+    case QRDMA_OP_UC:
+        f = op <= QRDMA_OP_WRITE_ONLY_IMM ? qrdma_op_table[op] : 0;
+        break;
+    case QRDMA_OP_UD:
+        f = op == QRDMA_OP_SEND_ONLY || op == QRDMA_OP_SEND_ONLY_IMM ?
+            qrdma_op_table[op] : 0;
+        break;
+    default:
+        f = 0;
+    }
+    return f ? f | QRDMA_OPF_VALID : 0;
+}
 
 /* AETH syndromes: bits 6:5 say which, 4:0 the value. */
 #define QRDMA_AETH_ACK                  0x00        /* | credit count */

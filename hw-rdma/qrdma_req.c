@@ -142,6 +142,26 @@ static uint8_t qrdma_req_ud_addr(QrdmaCore *core, QrdmaQp *qp,
     return QRDMA_WC_SUCCESS;
 }
 
+/*
+ * Whether a request packet asks for an ACK.  ACKs are cumulative, so an
+ * unsignaled WQE in the middle of a batch needs none of its own: its
+ * completion comes with a later one's.  Asked for on the last packet of
+ * a signaled WQE, of the last WQE posted so far, and at least every
+ * QRDMA_REQ_ACK_EVERY packets, which bounds what a lost ACK sends again.
+ */
+#define QRDMA_REQ_ACK_EVERY 64
+
+static bool qrdma_req_ack_req(QrdmaQp *qp, const QrdmaWqeCache *c, bool last)
+{
+    if (++qp->req.unacked >= QRDMA_REQ_ACK_EVERY ||
+        (last && (qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED) ||
+                  qp->req.idx + 1 == qp->sq_pi || qp->req.ack_all))) {
+        qp->req.unacked = 0;
+        return true;
+    }
+    return false;
+}
+
 /* The PSNs a READ takes: one per response packet. */
 static uint32_t qrdma_req_read_psns(uint64_t len, uint32_t mtu)
 {
@@ -156,8 +176,18 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
     if (qp->sq_ci != qp->req.idx) {
         /* Completions go in order: the completer calls again. */
         qp->req.waiting = true;
+        if (qp->req.unacked) {
+            /*
+             * No ACK was asked for the WQEs before it: they go again,
+             * each asking for one (the responder answers duplicates).
+             */
+            qp->req.ack_all = true;
+            qrdma_req_rewind(qp);
+            return true;
+        }
         return false;
     }
+    qp->req.ack_all = false;
     if (!status) {
         status = qrdma_mr_wr(core, qp->pd, qp->uctx, qp->qpn, &c->wqe);
     }
@@ -209,10 +239,13 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
                   qp->type == QRDMA_QPT_UC ? QRDMA_OP_UC : QRDMA_OP_RC);
     pkt.pkey = 0xffff;
     pkt.psn = qp->req.psn;
-    pkt.ack_req = last && qp->type == QRDMA_QPT_RC;
+    pkt.ack_req = qp->type == QRDMA_QPT_RC && qrdma_req_ack_req(qp, c, last);
     pkt.solicited = last && (wqe->flags & QRDMA_WQE_F_SOLICITED);
     if (first || last) {
         qrdma_req_ext(wqe, c->len, &pkt);
+    }
+    if (first && !ud) {
+        qrdma_wqe_sent(qp, c, &qp->sent[qp->req.idx % QRDMA_SENT_MAX]);
     }
     /* ATOMIC_WRITE's 8 bytes of payload travel in pkt.atomic_data. */
     pkt.paylen = paylen;
@@ -268,13 +301,22 @@ void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
         }
         if (!qp->req.started) {
             qp->req.started = true;
-            core->counters.wqes++;
+            /* Counted once: not again when it goes again. */
+            if (idx == qp->req.counted) {
+                qp->req.counted++;
+                core->counters.wqes++;
+            }
             trace_qrdma_wqe(qp->qpn, idx, c->wqe.opcode, c->wqe.flags);
         }
         if (c->status || qrdma_wr_is_local(c->wqe.opcode)) {
             if (!qrdma_req_local(core, qp, c)) {
                 break;
             }
+        } else if (!qp->req.sent &&
+                   qp->req.idx - qp->sq_ci >= QRDMA_SENT_MAX) {
+            /* As many in flight as the completer keeps: it calls again. */
+            qp->req.waiting = true;
+            break;
         } else if (!qrdma_req_packet(core, qp, c, bytes)) {
             continue;
         }
@@ -282,5 +324,4 @@ void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
             budget--;
         }
     }
-    qrdma_comp_arm_retry(core, qp);
 }

@@ -388,11 +388,10 @@ static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
  */
 static uint64_t *qrdma_resp_atomic_map(QrdmaCore *core, QrdmaQp *qp,
                                        QrdmaPkt *pkt, uint32_t access,
-                                       dma_addr_t *plen, QrdmaRxResult *rx)
+                                       QrdmaMap *m, QrdmaRxResult *rx)
 {
     uint64_t gpa, room;
     QrdmaIter rit;
-    uint64_t *p;
 
     if (!QEMU_IS_ALIGNED(pkt->va, 8)) {
         *rx = QRDMA_RX_INV_REQ;
@@ -403,13 +402,14 @@ static uint64_t *qrdma_resp_atomic_map(QrdmaCore *core, QrdmaQp *qp,
         return NULL;
     }
     gpa = qrdma_mr_gpa(rit.span[0].mr, rit.span[0].addr, 8, &room);
-    *plen = 8;
-    p = qrdma_dma_map(core, gpa, plen, DMA_DIRECTION_FROM_DEVICE);
-    if (p && *plen < 8) {
-        qrdma_dma_unmap(core, p, *plen, DMA_DIRECTION_FROM_DEVICE, 0);
-        p = NULL;
+    if (!qrdma_dma_map(core, gpa, 8, DMA_DIRECTION_FROM_DEVICE, m)) {
+        return NULL;
     }
-    return p;
+    if (m->len < 8) {
+        qrdma_dma_unmap(core, m, 0);
+        return NULL;
+    }
+    return (uint64_t *)m->host;
 }
 
 static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
@@ -417,11 +417,11 @@ static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
 {
     QrdmaPkt out = { };
     QrdmaRxResult rx;
-    dma_addr_t plen;
+    QrdmaMap m;
     uint64_t *p, orig;
 
     p = qrdma_resp_atomic_map(core, qp, pkt, QRDMA_ACCESS_REMOTE_ATOMIC,
-                              &plen, &rx);
+                              &m, &rx);
     if (!p) {
         return rx;
     }
@@ -438,7 +438,7 @@ static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
         } while (qatomic_cmpxchg__nocheck(p, old, new) != old);
         orig = old;
     }
-    qrdma_dma_unmap(core, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+    qrdma_dma_unmap(core, &m, 8);
     /* Kept, so that the request coming again is answered, not redone. */
     qp->resp.atomic_valid = true;
     qp->resp.atomic_psn = pkt->psn;
@@ -464,17 +464,17 @@ static QrdmaRxResult qrdma_resp_other(QrdmaCore *core, QrdmaQp *qp,
                                       QrdmaPkt *pkt)
 {
     QrdmaRxResult rx;
-    dma_addr_t plen;
+    QrdmaMap m;
     uint64_t *p;
 
     if ((pkt->opcode & 0x1f) == QRDMA_OP_ATOMIC_WRITE) {
         p = qrdma_resp_atomic_map(core, qp, pkt, QRDMA_ACCESS_REMOTE_WRITE,
-                                  &plen, &rx);
+                                  &m, &rx);
         if (!p) {
             return rx;
         }
         qatomic_set__nocheck(p, pkt->atomic_data);
-        qrdma_dma_unmap(core, p, plen, DMA_DIRECTION_FROM_DEVICE, 8);
+        qrdma_dma_unmap(core, &m, 8);
         return QRDMA_RX_OK;
     }
     if (pkt->flush_type & QRDMA_FLUSH_PERSISTENT ||

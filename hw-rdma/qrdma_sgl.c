@@ -113,8 +113,9 @@ void qrdma_iter_seek(QrdmaIter *it, uint64_t off)
  * The next contiguous piece, at most max bytes: a host pointer, or a
  * guest-physical address (*host NULL).
  */
-static bool qrdma_iter_next(QrdmaIter *it, uint64_t max, uint64_t *gpa,
-                            const uint8_t **host, uint64_t *len)
+static inline bool qrdma_iter_next(QrdmaIter *it, uint64_t max,
+                                   uint64_t *gpa, const uint8_t **host,
+                                   uint64_t *len)
 {
     const QrdmaSpan *s;
     uint64_t room;
@@ -165,9 +166,7 @@ QrdmaCopy qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
     while (len) {
         uint64_t dgpa = 0, dlen, sgpa = 0, slen, n;
         const uint8_t *dhost, *shost;
-        dma_addr_t dmap = 0, smap = 0;
-        uint8_t *d;
-        const uint8_t *s;
+        QrdmaMap dm, sm;
 
         if (!qrdma_iter_next(dst, len, &dgpa, &dhost, &dlen)) {
             return QRDMA_COPY_DST_ERR;
@@ -176,39 +175,31 @@ QrdmaCopy qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
             return QRDMA_COPY_SRC_ERR;
         }
         n = MIN(dlen, slen);
-        if (dhost) {
-            d = (uint8_t *)dhost;
-        } else {
-            dmap = n;
-            d = qrdma_dma_map(dst->core, dgpa, &dmap,
-                              DMA_DIRECTION_FROM_DEVICE);
-            if (!d) {
+        if (!dhost) {
+            if (!qrdma_dma_map(dst->core, dgpa, n, DMA_DIRECTION_FROM_DEVICE,
+                               &dm)) {
                 return QRDMA_COPY_DST_ERR;
             }
-            n = MIN(n, dmap);
+            dhost = dm.host;
+            n = MIN(n, dm.len);
         }
-        if (shost) {
-            s = shost;
-        } else {
-            smap = n;
-            s = qrdma_dma_map(src->core, sgpa, &smap,
-                              DMA_DIRECTION_TO_DEVICE);
-            if (!s) {
-                if (!dhost) {
-                    qrdma_dma_unmap(dst->core, d, dmap,
-                                    DMA_DIRECTION_FROM_DEVICE, 0);
+        if (!shost) {
+            if (!qrdma_dma_map(src->core, sgpa, n, DMA_DIRECTION_TO_DEVICE,
+                               &sm)) {
+                if (!dst->host) {
+                    qrdma_dma_unmap(dst->core, &dm, 0);
                 }
                 return QRDMA_COPY_SRC_ERR;
             }
-            n = MIN(n, smap);
+            shost = sm.host;
+            n = MIN(n, sm.len);
+            memmove((uint8_t *)dhost, shost, n);
+            qrdma_dma_unmap(src->core, &sm, n);
+        } else {
+            memmove((uint8_t *)dhost, shost, n);
         }
-        memmove(d, s, n);
-        if (!shost) {
-            qrdma_dma_unmap(src->core, (void *)s, smap,
-                            DMA_DIRECTION_TO_DEVICE, n);
-        }
-        if (!dhost) {
-            qrdma_dma_unmap(dst->core, d, dmap, DMA_DIRECTION_FROM_DEVICE, n);
+        if (!dst->host) {
+            qrdma_dma_unmap(dst->core, &dm, n);
         }
         qrdma_iter_advance(src, n);
         qrdma_iter_advance(dst, n);

@@ -19,8 +19,9 @@ typedef struct QrdmaCore QrdmaCore;
  * packet's bytes to the function that owns its destination GID, which
  * takes it in through the receive function it joined with; a packet it
  * cannot deliver is lost, as on a wire, and the engines' timers recover.
- * The payload iterator is the sender's: a transport copies out of it and
- * leaves it where it found it.
+ * The payload iterator is the sender's, positioned at the packet's first
+ * byte; the receiver moves it as it reads, and the sender positions it
+ * again for each packet.
  */
 typedef struct QrdmaTransportOps {
     const char *name;
