@@ -398,17 +398,6 @@ void qrdma_core_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
 bool qrdma_core_post_load(QrdmaCore *core);
 void qrdma_fatal(QrdmaCore *core, uint32_t why);
 
-/* qrdma_dp.c */
-void qrdma_dp_realize(QrdmaCore *core);
-void qrdma_dp_unrealize(QrdmaCore *core);
-void qrdma_dp_reset(QrdmaCore *core);
-void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
-                       unsigned size);
-void qrdma_dp_drain(QrdmaCore *core);
-void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp);
-void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from);
-void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
-
 /* qrdma_eth.c */
 void qrdma_eth_realize(QrdmaCore *core, DeviceState *dev,
                        MemReentrancyGuard *guard, Error **errp);

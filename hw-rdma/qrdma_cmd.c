@@ -16,6 +16,7 @@
 #include "qapi/error.h"
 #include "migration/blocker.h"
 #include "qrdma.h"
+#include "qrdma_dp.h"
 #include "qrdma_pd.h"
 #include "qrdma_mr.h"
 #include "qrdma_cq.h"

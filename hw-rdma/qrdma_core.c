@@ -14,6 +14,7 @@
 #include "hw/pci/msix.h"
 #include "migration/blocker.h"
 #include "qrdma.h"
+#include "qrdma_dp.h"
 #include "qrdma_cmd.h"
 #include "qrdma_err.h"
 #include "trace.h"

@@ -22,7 +22,18 @@
  * the QP's state, so a QP can stop between any two packets.
  */
 
-/* qrdma_dp.c */
+/* qrdma_dp.c: for the command queue and the register file */
+void qrdma_dp_realize(QrdmaCore *core);
+void qrdma_dp_unrealize(QrdmaCore *core);
+void qrdma_dp_reset(QrdmaCore *core);
+void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
+                       unsigned size);
+void qrdma_dp_drain(QrdmaCore *core);
+void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from);
+void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
+
+/* qrdma_dp.c: for the engines */
 void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
 void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp);
 void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only);
