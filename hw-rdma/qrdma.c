@@ -349,6 +349,17 @@ static const struct {
     { "wqes", offsetof(QrdmaCounters, wqes) },
     { "events-dropped", offsetof(QrdmaCounters, events_dropped) },
     { "sq-deferred", offsetof(QrdmaCounters, sq_deferred) },
+    { "pkts-sent", offsetof(QrdmaCounters, pkts_sent) },
+    { "pkts-rcvd", offsetof(QrdmaCounters, pkts_rcvd) },
+    { "pkts-dropped", offsetof(QrdmaCounters, pkts_dropped) },
+    { "dup-reqs", offsetof(QrdmaCounters, dup_reqs) },
+    { "out-of-seq", offsetof(QrdmaCounters, out_of_seq) },
+    { "seq-naks-sent", offsetof(QrdmaCounters, seq_naks_sent) },
+    { "seq-naks-rcvd", offsetof(QrdmaCounters, seq_naks_rcvd) },
+    { "rnr-naks-sent", offsetof(QrdmaCounters, rnr_naks_sent) },
+    { "rnr-naks-rcvd", offsetof(QrdmaCounters, rnr_naks_rcvd) },
+    { "retransmits", offsetof(QrdmaCounters, retransmits) },
+    { "retry-exceeded", offsetof(QrdmaCounters, retry_exceeded) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,

@@ -175,33 +175,26 @@ uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t want,
     return gpa + in_page;
 }
 
-const char *qrdma_mr_layout_check(uint64_t iova, uint64_t length,
-                                  unsigned shift, uint32_t npages)
+bool qrdma_mr_layout_ok(uint64_t iova, uint64_t length, unsigned shift,
+                        uint32_t npages)
 {
-    if (shift < QRDMA_PAGE_SHIFT || shift > 30) {
-        return "page shift out of range";
-    }
-    if (!length || iova + length < iova) {
-        return "region is empty or wraps";
-    }
-    if (DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
-                     1ull << shift) != npages) {
-        return "page count does not cover the region";
-    }
-    return NULL;
+    return shift >= QRDMA_PAGE_SHIFT && shift <= 30 && length &&
+           iova + length >= iova &&
+           DIV_ROUND_UP((iova & ((1ull << shift) - 1)) + length,
+                        1ull << shift) == npages;
 }
 
-/* A memory work request refused: its status, after a guest error. */
-static uint8_t qrdma_mr_wr_refused(QrdmaCore *core, uint32_t qpn,
-                                   const struct qrdma_sq_wqe *wqe,
-                                   uint32_t key, uint8_t status,
-                                   const char *why)
-{
-    QRDMA_GUEST_ERR(core, mem_wr, "qp 0x%" PRIx32 ": work request %u for"
-                    " key 0x%" PRIx32 " refused: %s",
-                    qpn, wqe->opcode, key, why);
-    return status;
-}
+/*
+ * A memory work request refused, for the reason "what" names (each its
+ * own trace event, taking the QPN and the key): its completion status.
+ */
+#define QRDMA_WR_REFUSED(core, what, qpn, key, status, text)                \
+    ({                                                                      \
+        QRDMA_GUEST_ERR(core, what, "qp 0x%" PRIx32 ": memory work "        \
+                        "request for key 0x%" PRIx32 " refused: " text,     \
+                        qpn, key);                                          \
+        (uint8_t)(status);                                                  \
+    })
 
 /*
  * BIND_MW: the window that key names takes key as its rkey and the range
@@ -217,20 +210,24 @@ static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     uint64_t len = le64_to_cpu(wqe->bind_mw.length);
     QrdmaMw *mw = qrdma_mw_by_key(core, key);
     QrdmaMr *mr = qrdma_mr_by_key(core, lkey);
-    const char *why = NULL;
+    const uint8_t err = QRDMA_WC_MW_BIND_ERR;
 
     if (!mw || mw->pd != pd) {
-        why = "no window in the QP's PD";
-    } else if (access & ~(QRDMA_MW_RIGHTS | QRDMA_ACCESS_LOCAL_WRITE)) {
-        why = "access flags a window cannot have";
-    } else if (mw->type == QRDMA_MW_TYPE_2 && mw->bound) {
-        why = "a bound type 2 window must be invalidated first";
-    } else if (mw->type == QRDMA_MW_TYPE_2 && !len) {
-        why = "a type 2 window needs a range";
+        return QRDMA_WR_REFUSED(core, bind_no_mw, qpn, key, err,
+                                "no window in the QP's PD");
     }
-    if (why) {
-        return qrdma_mr_wr_refused(core, qpn, wqe, key,
-                                   QRDMA_WC_MW_BIND_ERR, why);
+    if (access & ~(QRDMA_MW_RIGHTS | QRDMA_ACCESS_LOCAL_WRITE)) {
+        return QRDMA_WR_REFUSED(core, bind_access, qpn, key, err,
+                                "access flags a window cannot have");
+    }
+    if (mw->type == QRDMA_MW_TYPE_2 && mw->bound) {
+        return QRDMA_WR_REFUSED(core, bind_type2_bound, qpn, key, err,
+                                "a bound type 2 window must be "
+                                "invalidated first");
+    }
+    if (mw->type == QRDMA_MW_TYPE_2 && !len) {
+        return QRDMA_WR_REFUSED(core, bind_type2_empty, qpn, key, err,
+                                "a type 2 window needs a range");
     }
     if (!len) {
         /* Type 1 bound to nothing: unbound, under its new key. */
@@ -240,19 +237,22 @@ static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     }
 
     if (!mr || mr->lkey != lkey || mr->pd != pd || !mr->valid || mr->dma) {
-        why = "no valid MR in the QP's PD with that lkey";
-    } else if (!(mr->access & QRDMA_ACCESS_MW_BIND)) {
-        why = "the MR has no MW bind right";
-    } else if ((access & (QRDMA_ACCESS_REMOTE_WRITE |
-                          QRDMA_ACCESS_REMOTE_ATOMIC)) &&
-               !(mr->access & QRDMA_ACCESS_LOCAL_WRITE)) {
-        why = "remote write or atomic over an MR without local write";
-    } else if (!qrdma_in_range(addr, len, mr->iova, mr->length)) {
-        why = "the range is not within the MR";
+        return QRDMA_WR_REFUSED(core, bind_no_mr, qpn, key, err,
+                                "no valid MR in the QP's PD with that lkey");
     }
-    if (why) {
-        return qrdma_mr_wr_refused(core, qpn, wqe, key,
-                                   QRDMA_WC_MW_BIND_ERR, why);
+    if (!(mr->access & QRDMA_ACCESS_MW_BIND)) {
+        return QRDMA_WR_REFUSED(core, bind_no_right, qpn, key, err,
+                                "the MR has no MW bind right");
+    }
+    if ((access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+        !(mr->access & QRDMA_ACCESS_LOCAL_WRITE)) {
+        return QRDMA_WR_REFUSED(core, bind_no_local_write, qpn, key, err,
+                                "remote write or atomic over an MR "
+                                "without local write");
+    }
+    if (!qrdma_in_range(addr, len, mr->iova, mr->length)) {
+        return QRDMA_WR_REFUSED(core, bind_range, qpn, key, err,
+                                "the range is not within the MR");
     }
 
     qrdma_mw_unbind(core, mw);
@@ -277,12 +277,14 @@ static uint8_t qrdma_mw_local_inv(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     QrdmaMw *mw = qrdma_mw_by_key(core, key);
 
     if (!mw || mw->rkey != key || mw->pd != pd) {
-        return qrdma_mr_wr_refused(core, qpn, wqe, key, QRDMA_WC_LOC_PROT_ERR,
-                                   "no window in the QP's PD with that key");
+        return QRDMA_WR_REFUSED(core, inv_no_mw, qpn, key,
+                                QRDMA_WC_LOC_PROT_ERR,
+                                "no window in the QP's PD with that key");
     }
     if (mw->type != QRDMA_MW_TYPE_2) {
-        return qrdma_mr_wr_refused(core, qpn, wqe, key, QRDMA_WC_LOC_PROT_ERR,
-                                   "a type 1 window is unbound by a bind");
+        return QRDMA_WR_REFUSED(core, inv_type1, qpn, key,
+                                QRDMA_WC_LOC_PROT_ERR,
+                                "a type 1 window is unbound by a bind");
     }
     qrdma_mw_unbind(core, mw);
     return QRDMA_WC_SUCCESS;
@@ -297,15 +299,18 @@ static uint8_t qrdma_mr_fast_reg(QrdmaCore *core, QrdmaMr *mr, uint32_t qpn,
     uint64_t length = le64_to_cpu(wqe->reg_mr.length);
     unsigned shift = wqe->reg_mr.page_shift;
     QrdmaPages pages = { };
-    const char *why;
 
-    why = qrdma_mr_layout_check(iova, length, shift, npages);
-    if (!why && npages > mr->max_pages) {
-        why = "more pages than the MR was allocated for";
+    if (!qrdma_mr_layout_ok(iova, length, shift, npages)) {
+        QRDMA_GUEST_ERR(core, reg_mr_wr_layout, "qp 0x%" PRIx32 ": REG_MR of"
+                        " key 0x%" PRIx32 ": %" PRIu32 " pages of 2^%u bytes"
+                        " do not make region 0x%" PRIx64 "+0x%" PRIx64,
+                        qpn, key, npages, shift, iova, length);
+        return QRDMA_WC_LOC_PROT_ERR;
     }
-    if (why) {
-        return qrdma_mr_wr_refused(core, qpn, wqe, key, QRDMA_WC_LOC_PROT_ERR,
-                                   why);
+    if (npages > mr->max_pages) {
+        return QRDMA_WR_REFUSED(core, reg_mr_wr_too_many, qpn, key,
+                                QRDMA_WC_LOC_PROT_ERR, "more pages than the "
+                                "MR was allocated for");
     }
     if (qrdma_pages_read(core, "REG_MR work request",
                          le64_to_cpu(wqe->reg_mr.pages_addr), npages,
@@ -341,20 +346,22 @@ uint8_t qrdma_mr_wr(QrdmaCore *core, uint32_t pd, uint32_t uctx,
     }
     mr = qrdma_mr_by_key(core, key);
     if (!mr || mr->pd != pd || !mr->fast_reg) {
-        return qrdma_mr_wr_refused(core, qpn, wqe, key, QRDMA_WC_LOC_PROT_ERR,
-                                   "no fast-registration MR in the QP's PD");
+        return QRDMA_WR_REFUSED(core, no_fast_reg_mr, qpn, key,
+                                QRDMA_WC_LOC_PROT_ERR,
+                                "no fast-registration MR in the QP's PD");
     }
     if (wqe->opcode == QRDMA_WR_REG_MR) {
         if (uctx != QRDMA_UCTX_KERNEL) {
-            return qrdma_mr_wr_refused(core, qpn, wqe, key,
-                                       QRDMA_WC_LOC_PROT_ERR,
-                                       "REG_MR from user space");
+            return QRDMA_WR_REFUSED(core, reg_mr_wr_user, qpn, key,
+                                    QRDMA_WC_LOC_PROT_ERR,
+                                    "REG_MR from user space");
         }
         return qrdma_mr_fast_reg(core, mr, qpn, wqe, key);
     }
     if (mr->lkey != key) {
-        return qrdma_mr_wr_refused(core, qpn, wqe, key, QRDMA_WC_LOC_PROT_ERR,
-                                   "not the MR's current key");
+        return QRDMA_WR_REFUSED(core, inv_stale_key, qpn, key,
+                                QRDMA_WC_LOC_PROT_ERR,
+                                "not the MR's current key");
     }
     qrdma_mw_unbind_all(core, mr - core->mr, 0);
     mr->valid = false;
@@ -517,7 +524,7 @@ static uint8_t qrdma_reg_mr_pages(QrdmaCore *core,
     uint64_t max_size = (uint64_t)qrdma_mr_max_pages(core) << QRDMA_PAGE_SHIFT;
     uint8_t st;
 
-    if (qrdma_mr_layout_check(iova, length, r->page_shift, npages)) {
+    if (!qrdma_mr_layout_ok(iova, length, r->page_shift, npages)) {
         QRDMA_GUEST_ERR(core, cmd_mr_layout, "%" PRIu32 " pages of 2^%u bytes"
                         " do not make region 0x%" PRIx64 "+0x%" PRIx64,
                         npages, r->page_shift, iova, length);

@@ -55,10 +55,10 @@ uint64_t qrdma_mr_gpa(const QrdmaMr *mr, uint64_t iova, uint64_t want,
 /*
  * Whether a page list of npages pages of 2^shift bytes describes exactly
  * [iova, iova + length): the check that both REG_MR, the command, and the
- * REG_MR work request make.  NULL, or what is wrong.
+ * REG_MR work request make.
  */
-const char *qrdma_mr_layout_check(uint64_t iova, uint64_t length,
-                                  unsigned shift, uint32_t npages);
+bool qrdma_mr_layout_ok(uint64_t iova, uint64_t length, unsigned shift,
+                        uint32_t npages);
 
 /*
  * The memory work requests, BIND_MW, LOCAL_INV and REG_MR, of QP qpn in

@@ -54,6 +54,9 @@ typedef struct Env {
     uint32_t qp_access;                 /* qp_access_flags of modify() */
     uint8_t timeout;                    /* local ACK timeout of modify() */
     uint8_t retry_cnt;                  /* and its retry count */
+    uint8_t path_mtu;                   /* IB enum, of modify() */
+    uint32_t sq_psn;                    /* and the PSNs */
+    uint32_t rq_psn;
 } Env;
 
 static uint64_t page_list1(Env *e, uint64_t page)
@@ -106,6 +109,7 @@ static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
                    QRDMA_ACCESS_REMOTE_ATOMIC;
     e->timeout = 14;
     e->retry_cnt = 7;
+    e->path_mtu = 3;
     qrdma_t_init(&e->t, obj, alloc, 4);
     e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
     e->eq0 = guest_alloc(alloc, 4096);
@@ -192,8 +196,10 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
     struct qrdma_qp_attr a = {
         .attr_mask = cpu_to_le32(mask),
         .qp_state = state,
-        .path_mtu = 3,
+        .path_mtu = e->path_mtu,
         .qkey = cpu_to_le32(0x1234),
+        .sq_psn = cpu_to_le32(e->sq_psn),
+        .rq_psn = cpu_to_le32(e->rq_psn),
         .dest_qp_num = cpu_to_le32(dest),
         .qp_access_flags = cpu_to_le32(e->qp_access),
         .max_rd_atomic = 4,
@@ -2544,6 +2550,172 @@ static void test_rc_retry_budget(void *obj, void *data,
 }
 
 /*
+ * A message goes as packets of the path MTU: a SEND of 3000 bytes from
+ * three SGEs at MTU 256 is 12 request packets, placed across two receive
+ * SGEs, and one ACK.  An RDMA READ of 1000 bytes is one request and four
+ * response packets.
+ */
+static void test_packets_mtu(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { LEN = 3000 };
+    uint8_t src[LEN], got[LEN];
+    struct qrdma_sq_wqe w;
+    uint64_t sent;
+    Env e;
+    Qp a, b;
+    int i;
+
+    env_init(&e, obj, alloc);
+    e.path_mtu = 1;
+    for (i = 0; i < LEN; i++) {
+        src[i] = i * 7 + 3;
+    }
+    qtest_memwrite(e.t.qts, e.data, src, LEN);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    {
+        struct qrdma_rq_wqe r = {
+            .wr_id = 0x71,
+            .num_sge = cpu_to_le32(2),
+            .sge[0].addr = cpu_to_le64(e.data + 8192),
+            .sge[0].length = cpu_to_le32(1000),
+            .sge[0].lkey = cpu_to_le32(e.lkey),
+            .sge[1].addr = cpu_to_le64(e.data + 16384),
+            .sge[1].length = cpu_to_le32(4096),
+            .sge[1].lkey = cpu_to_le32(e.lkey),
+        };
+
+        qtest_memwrite(e.t.qts, b.rq, &r, sizeof(r));
+        b.rq_pi++;
+        ring_db(&e, QRDMA_DB_RQ, b.qpn, b.rq_pi);
+    }
+    w = wqe_sge(0x72, QRDMA_WR_SEND, e.data, 1000, e.lkey);
+    w.num_sge = 3;
+    w.sge[1].addr = cpu_to_le64(e.data + 1000);
+    w.sge[1].length = cpu_to_le32(1);
+    w.sge[1].lkey = cpu_to_le32(e.lkey);
+    w.sge[2].addr = cpu_to_le64(e.data + 1001);
+    w.sge[2].length = cpu_to_le32(LEN - 1001);
+    w.sge[2].lkey = cpu_to_le32(e.lkey);
+    sent = qrdma_t_qom_get(&e.t, "pkts-sent");
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x71, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0x72, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "pkts-sent") - sent, ==, 12 + 1);
+    qtest_memread(e.t.qts, e.data + 8192, got, 1000);
+    qtest_memread(e.t.qts, e.data + 16384, got + 1000, LEN - 1000);
+    g_assert_cmpmem(got, LEN, src, LEN);
+
+    /* READ the first 1000 bytes back, into page 8 */
+    w = wqe_sge(0x73, QRDMA_WR_RDMA_READ, e.data + 4096 * 8, 1000, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    sent = qrdma_t_qom_get(&e.t, "pkts-sent");
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x73, a.qpn, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "pkts-sent") - sent, ==, 1 + 4);
+    qtest_memread(e.t.qts, e.data + 4096 * 8, got, 1000);
+    g_assert_cmpmem(got, 1000, src, 1000);
+}
+
+/*
+ * The requester's first PSN (sq_psn) and the responder's (rq_psn) must
+ * agree.  When they do not, the responder answers the first packet ahead
+ * of what it expects with one sequence NAK and drops the rest; the
+ * request goes again after each timeout and fails RETRY_EXC_ERR, and the
+ * responder carried out nothing.  PSNs wrap at 2^24.
+ */
+static void test_psn(void *obj, void *data, QGuestAllocator *alloc)
+{
+    const int64_t t = 4096ll << 10;
+    struct qrdma_sq_wqe w;
+    uint64_t naks, seq;
+    Env e;
+    Qp a, b;
+
+    env_init(&e, obj, alloc);
+    e.timeout = 10;
+    e.retry_cnt = 2;
+    /* just below the wrap: the SEND's 3 packets take 0xfffffe..0x000000 */
+    e.path_mtu = 1;
+    e.sq_psn = e.rq_psn = 0xfffffe;
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    post_recv(&e, &b, 0x81, e.data + 8192, 1024, e.lkey);
+    write_data(&e, 0, "wraps");
+    w = wqe_sge(0x82, QRDMA_WR_SEND, e.data, 600, e.lkey);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0x81, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0x82, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e, 8192, "wraps");
+
+    /* b expects PSN 0x100, a starts at 0x200 */
+    e.sq_psn = 0x200;
+    e.rq_psn = 0x100;
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    post_recv(&e, &b, 0x83, e.data + 8192, 64, e.lkey);
+    naks = qrdma_t_qom_get(&e.t, "seq-naks-sent");
+    seq = qrdma_t_qom_get(&e.t, "out-of-seq");
+    w.wr_id = 0x84;
+    post_send(&e, &a, &w);
+    expect_cqe_stepping(&e, &e.cq, 0x84, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
+                        t / 2, 20);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "seq-naks-sent") - naks, ==, 1);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "out-of-seq") - seq, >=, 3);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "retry-exceeded"), >=, 1);
+    /* b's receive WQE was never taken: the flush of a's ERR is a's own */
+    g_assert_cmpuint(modify(&e, &b, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    expect_cqe(&e, &e.cq, 0x83, b.qpn, QRDMA_WC_RECV, QRDMA_WC_WR_FLUSH_ERR);
+}
+
+/*
+ * ACKs are cumulative: unsignaled SENDs posted with one doorbell ask for
+ * none of their own.  A memory work request after them waits for their
+ * completion, which it asks for by sending them again; they are duplicates
+ * to the responder, which places nothing twice.
+ */
+static void test_ack_coalescing(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_MR };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    uint64_t dups;
+    uint32_t key;
+    Env e;
+    Qp a, b;
+    int i;
+
+    env_init(&e, obj, alloc);
+    cmd.alloc_mr.pd = cpu_to_le32(e.pd);
+    cmd.alloc_mr.max_pages = cpu_to_le32(2);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    key = le32_to_cpu(cmpl.handle);
+    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    for (i = 0; i < 3; i++) {
+        post_recv(&e, &b, 0x90 + i, e.data + 8192 + 64 * i, 64, e.lkey);
+    }
+    write_data(&e, 0, "coalesced");
+    dups = qrdma_t_qom_get(&e.t, "dup-reqs");
+    for (i = 0; i < 3; i++) {
+        w = wqe_sge(0xa0 + i, QRDMA_WR_SEND, e.data, 10, e.lkey);
+        w.flags = 0;
+        qtest_memwrite(e.t.qts, a.sq + (a.sq_pi++ % 16) * QRDMA_SQ_WQE_SIZE,
+                       &w, sizeof(w));
+    }
+    w = wqe_fast_reg(&e, 0xa3, key, QRDMA_ACCESS_LOCAL_WRITE);
+    qtest_memwrite(e.t.qts, a.sq + (a.sq_pi++ % 16) * QRDMA_SQ_WQE_SIZE,
+                   &w, sizeof(w));
+    ring_db(&e, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+    for (i = 0; i < 3; i++) {
+        expect_cqe(&e, &e.cq, 0x90 + i, b.qpn, QRDMA_WC_RECV,
+                   QRDMA_WC_SUCCESS);
+        expect_data(&e, 8192 + 64 * i, "coalesced");
+    }
+    expect_cqe(&e, &e.cq, 0xa3, a.qpn, QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "dup-reqs") - dups, ==, 3);
+}
+
+/*
  * Functions reach each other only on one qrdma-fabric.  qrdma1 and qrdma2
  * link to fabric f1, qrdma0 stays on the default one: a send from qrdma2
  * reaches qrdma1, one from qrdma0 finds nobody and its retries run out.
@@ -3043,6 +3215,9 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/rc-retry-late-rtr", "qrdma", test_rc_retry_late_rtr,
                  NULL);
     qos_add_test("dp/rc-retry-budget", "qrdma", test_rc_retry_budget, NULL);
+    qos_add_test("dp/packets-mtu", "qrdma", test_packets_mtu, NULL);
+    qos_add_test("dp/psn", "qrdma", test_psn, NULL);
+    qos_add_test("dp/ack-coalescing", "qrdma", test_ack_coalescing, NULL);
     qos_add_test("dp/fabric-link", "qrdma", test_fabric_link,
                  &(QOSGraphTestOptions) {
         .edge.before_cmd_line = "-device qrdma-fabric,id=f1 "
