@@ -490,6 +490,19 @@ static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
 
 /* Doorbells */
 
+/* A producer index at most a ring's worth ahead of the consumer's. */
+static bool qrdma_db_index_ok(QrdmaCore *core, uint32_t handle,
+                              uint32_t index, uint32_t ci, uint32_t log2)
+{
+    if (index - ci > (1u << log2)) {
+        QRDMA_GUEST_ERR(core, db_beyond_ring, "doorbell of 0x%" PRIx32
+                        ": producer index %" PRIu32 " beyond the ring (ci %"
+                        PRIu32 ")", handle, index, ci);
+        return false;
+    }
+    return true;
+}
+
 static void qrdma_db_wq(QrdmaCore *core, uint32_t uctx, bool sq,
                         uint32_t handle, uint32_t index)
 {
@@ -510,10 +523,7 @@ static void qrdma_db_wq(QrdmaCore *core, uint32_t uctx, bool sq,
     }
     ci = sq ? qp->sq_ci : qp->rq_ci;
     log2 = sq ? qp->sq_log2 : qp->rq_log2;
-    if (index - ci > (1u << log2)) {
-        QRDMA_GUEST_ERR(core, db_beyond_ring, "doorbell of 0x%" PRIx32
-                        ": producer index %" PRIu32 " beyond the ring (ci %"
-                        PRIu32 ")", handle, index, ci);
+    if (!qrdma_db_index_ok(core, handle, index, ci, log2)) {
         return;
     }
     trace_qrdma_db(sq ? "SQ" : "RQ", handle, index);
@@ -541,10 +551,7 @@ static void qrdma_db_srq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
         return;
     }
     srq = &core->srq[idx];
-    if (index - srq->ci > (1u << srq->log2)) {
-        QRDMA_GUEST_ERR(core, db_beyond_ring, "doorbell of 0x%" PRIx32
-                        ": producer index %" PRIu32 " beyond the ring (ci %"
-                        PRIu32 ")", handle, index, srq->ci);
+    if (!qrdma_db_index_ok(core, handle, index, srq->ci, srq->log2)) {
         return;
     }
     srq->pi = index;
