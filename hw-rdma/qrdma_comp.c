@@ -238,8 +238,9 @@ static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
         pkt->psn != ((qp->comp.psn + off / mtu) & QRDMA_PSN_MASK) ||
         !(flags & QRDMA_OPF_FIRST) != !!off ||
         pkt->paylen > c->len - off ||
+        (pkt->paylen && DIV_ROUND_UP(pkt->paylen, mtu) != pkt->npkts) ||
         ((flags & QRDMA_OPF_LAST) ? pkt->paylen != c->len - off :
-                                    pkt->paylen != mtu)) {
+                                    pkt->paylen != pkt->npkts * mtu)) {
         /* Not the one awaited: one that was, lost, makes the timer fire. */
         core->counters.pkts_dropped++;
         trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
@@ -283,7 +284,7 @@ static void qrdma_comp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
 
 void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
-    uint32_t flags = qrdma_op_flags(pkt->opcode);
+    uint32_t flags = qrdma_pkt_flags(pkt);
 
     if (qp->type != QRDMA_QPT_RC ||
         QRDMA_OP_TRANSPORT(pkt->opcode) != QRDMA_OP_RC ||

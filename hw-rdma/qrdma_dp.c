@@ -320,7 +320,7 @@ void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s)
 
 void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
-    core->counters.pkts_sent++;
+    core->counters.pkts_sent += pkt->npkts;
     trace_qrdma_pkt_xmit(qp->qpn, pkt->dqpn, pkt->opcode, pkt->psn,
                          pkt->paylen);
     core->xport->xmit(core, pkt);
@@ -366,9 +366,9 @@ static void qrdma_dp_rx(QrdmaCore *core, QrdmaPkt *pkt)
     uint32_t flags = qrdma_op_flags(pkt->opcode);
     int idx;
 
-    core->counters.pkts_rcvd++;
+    core->counters.pkts_rcvd += pkt->npkts;
     trace_qrdma_pkt_rx(pkt->dqpn, pkt->opcode, pkt->psn, pkt->paylen);
-    if (!flags || (pkt->paylen && !pkt->payload)) {
+    if (!flags || !pkt->npkts || (pkt->paylen && !pkt->payload)) {
         core->counters.pkts_dropped++;
         return;
     }

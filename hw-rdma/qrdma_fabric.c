@@ -9,6 +9,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/module.h"
+#include "qemu/units.h"
 #include "hw/qdev-core.h"
 #include "qrdma.h"
 #include "qrdma_fabric.h"
@@ -111,6 +112,8 @@ static void qrdma_fabric_xmit(QrdmaCore *core, QrdmaPkt *pkt)
 
 const QrdmaTransportOps qrdma_fabric_ops = {
     .name = "loopback",
+    /* Bursts go whole: the receiver copies them in one piece. */
+    .max_burst = 1 * MiB,
     .xmit = qrdma_fabric_xmit,
 };
 

@@ -425,14 +425,13 @@ uint32_t qrdma_mr_max_pages(QrdmaCore *core)
 static uint8_t qrdma_get_mr(QrdmaCore *core, uint32_t uctx, uint32_t lkey,
                             int *idx)
 {
-    uint32_t slot = lkey >> 8;
+    QrdmaMr *mr = qrdma_mr_by_key(core, lkey);
 
-    *idx = slot - 1;
-    if (!slot || slot > core->mr_table.max || !core->mr_table.busy[*idx] ||
-        core->mr[*idx].lkey != lkey) {
+    if (!mr || mr->lkey != lkey) {
         return qrdma_no_handle(core, "mr", lkey);
     }
-    return qrdma_check_owner(core, "mr", lkey, core->mr[*idx].uctx, uctx);
+    *idx = mr - core->mr;
+    return qrdma_check_owner(core, "mr", lkey, mr->uctx, uctx);
 }
 
 uint8_t qrdma_get_mw(QrdmaCore *core, uint32_t uctx, uint32_t handle,

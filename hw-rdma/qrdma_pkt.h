@@ -66,6 +66,9 @@
 /* What the operations of RC carry; UC has SEND and WRITE, UD SEND_ONLY. */
 extern const uint32_t qrdma_op_table[32];
 
+/* What the last packet of a burst brings besides its first's flags. */
+#define QRDMA_OPF_OF_LAST (QRDMA_OPF_LAST | QRDMA_OPF_IMM | QRDMA_OPF_IETH)
+
 /* The flags of a BTH opcode; 0 for one qrdma does not know. */
 static inline uint32_t qrdma_op_flags(uint8_t opcode)
 {
@@ -128,6 +131,16 @@ static inline int32_t qrdma_psn_diff(uint32_t a, uint32_t b)
  * once from one guest to the other, or over a frame's bytes.
  */
 typedef struct QrdmaPkt {
+    /*
+     * A burst: npkts packets of one message with consecutive PSNs, all
+     * of the path MTU but the last, passed on together where the
+     * transport allows (QrdmaTransportOps.max_burst), as a NIC's
+     * segmentation offload does; a transport that cannot carries them
+     * as npkts frames.  opcode is the first packet's, last_opcode the
+     * last's; psn the first's.  npkts 1: one packet.
+     */
+    uint32_t npkts;
+    uint8_t last_opcode;
     /* BTH */
     uint8_t opcode;
     bool solicited;
@@ -167,5 +180,19 @@ typedef struct QrdmaPkt {
     uint32_t paylen;
     QrdmaIter *payload;
 } QrdmaPkt;
+
+/*
+ * The flags of a packet, or of a burst: its first packet's, with what its
+ * last packet ends the message with.
+ */
+static inline uint32_t qrdma_pkt_flags(const QrdmaPkt *pkt)
+{
+    uint32_t f = qrdma_op_flags(pkt->opcode);
+
+    if (pkt->npkts > 1) {
+        f |= qrdma_op_flags(pkt->last_opcode) & QRDMA_OPF_OF_LAST;
+    }
+    return f;
+}
 
 #endif /* HW_RDMA_QRDMA_PKT_H */

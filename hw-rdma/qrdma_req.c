@@ -151,15 +151,36 @@ static uint8_t qrdma_req_ud_addr(QrdmaCore *core, QrdmaQp *qp,
  */
 #define QRDMA_REQ_ACK_EVERY 64
 
-static bool qrdma_req_ack_req(QrdmaQp *qp, const QrdmaWqeCache *c, bool last)
+static bool qrdma_req_ack_req(QrdmaQp *qp, const QrdmaWqeCache *c, bool last,
+                              uint32_t npkts)
 {
-    if (++qp->req.unacked >= QRDMA_REQ_ACK_EVERY ||
+    qp->req.unacked += npkts;
+    if (qp->req.unacked >= QRDMA_REQ_ACK_EVERY ||
         (last && (qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED) ||
                   qp->req.idx + 1 == qp->sq_pi || qp->req.ack_all))) {
         qp->req.unacked = 0;
         return true;
     }
     return false;
+}
+
+/*
+ * The payload of the next packet, or of a burst of them: whole packets of
+ * the MTU, as many as the transport takes together and the doorbell's
+ * byte budget allows (at least one).
+ */
+static uint32_t qrdma_req_burst(QrdmaCore *core, uint64_t left, uint32_t mtu,
+                                uint64_t budget)
+{
+    uint64_t n = MIN(left, MAX(core->xport->max_burst, mtu));
+
+    if (n < left) {
+        n -= n % mtu;
+    }
+    if (n > mtu && n > budget) {
+        n = MAX(budget - budget % mtu, mtu);
+    }
+    return n;
 }
 
 /* The PSNs a READ takes: one per response packet. */
@@ -213,7 +234,7 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
     uint32_t paylen = 0, psns = 1;
     bool last = true, signaled = false;
     struct qrdma_cqe cqe;
-    QrdmaPkt pkt = { };
+    QrdmaPkt pkt = { .npkts = 1 };
 
     if (ud) {
         uint8_t status = qrdma_req_ud_addr(core, qp, wqe, c->len, &pkt);
@@ -230,16 +251,23 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
             psns = qrdma_req_read_psns(c->len, mtu);
         } else if (!qrdma_wqe_is_read_or_atomic(wqe->opcode) &&
                    wqe->opcode != QRDMA_WR_FLUSH) {
-            paylen = MIN(left, mtu);
+            paylen = qrdma_req_burst(core, left, mtu, *bytes);
             last = paylen == left;
+            pkt.npkts = paylen ? DIV_ROUND_UP(paylen, mtu) : 1;
+            psns = pkt.npkts;
         }
     }
-    pkt.opcode = qrdma_req_opcode(wqe->opcode, first, last) |
+    pkt.opcode = qrdma_req_opcode(wqe->opcode, first, last && psns == 1) |
                  (ud ? QRDMA_OP_UD :
                   qp->type == QRDMA_QPT_UC ? QRDMA_OP_UC : QRDMA_OP_RC);
+    if (pkt.npkts > 1) {
+        pkt.last_opcode = qrdma_req_opcode(wqe->opcode, false, last) |
+                          (pkt.opcode & 0xe0);
+    }
     pkt.pkey = 0xffff;
     pkt.psn = qp->req.psn;
-    pkt.ack_req = qp->type == QRDMA_QPT_RC && qrdma_req_ack_req(qp, c, last);
+    pkt.ack_req = qp->type == QRDMA_QPT_RC &&
+                  qrdma_req_ack_req(qp, c, last, pkt.npkts);
     pkt.solicited = last && (wqe->flags & QRDMA_WQE_F_SOLICITED);
     if (first || last) {
         qrdma_req_ext(wqe, c->len, &pkt);

@@ -319,6 +319,7 @@ static void qrdma_resp_answer(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *out,
     unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ? av->sgid_index : 0;
 
     out->opcode = opcode;
+    out->npkts = 1;
     out->pkey = 0xffff;
     out->dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
     out->psn = psn & QRDMA_PSN_MASK;
@@ -349,7 +350,7 @@ static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
                                      QrdmaPkt *pkt, uint32_t *psns)
 {
     uint32_t mtu = qrdma_qp_mtu(qp);
-    uint32_t len = pkt->dma_len, n, i;
+    uint32_t len = pkt->dma_len, n, i, k, burst;
     QrdmaIter src;
 
     if (!len) {
@@ -360,17 +361,25 @@ static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
     }
     n = len ? DIV_ROUND_UP(len, mtu) : 1;
     *psns = n;
-    for (i = 0; i < n; i++) {
+    /* Whole packets of the MTU, in bursts where the transport takes them. */
+    burst = MAX(core->xport->max_burst / mtu, 1);
+    for (i = 0; i < n; i += k) {
         QrdmaPkt out = { };
-        bool first = i == 0, last = i == n - 1;
+        bool first = i == 0, last;
 
+        k = MIN(burst, n - i);
+        last = i + k == n;
         qrdma_resp_answer(core, qp, &out,
-                          first && last ? QRDMA_OP_READ_RESP_ONLY :
+                          first && last && k == 1 ?
+                          QRDMA_OP_READ_RESP_ONLY :
                           first ? QRDMA_OP_READ_RESP_FIRST :
-                          last ? QRDMA_OP_READ_RESP_LAST :
+                          last && k == 1 ? QRDMA_OP_READ_RESP_LAST :
                           QRDMA_OP_READ_RESP_MIDDLE, pkt->psn + i);
+        out.npkts = k;
+        out.last_opcode = last ? QRDMA_OP_READ_RESP_LAST :
+                          QRDMA_OP_READ_RESP_MIDDLE;
         out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
-        out.paylen = MIN(mtu, len - i * mtu);
+        out.paylen = MIN((uint64_t)k * mtu, len - (uint64_t)i * mtu);
         out.payload = out.paylen ? &src : NULL;
         qrdma_iter_seek(&src, (uint64_t)i * mtu);
         qrdma_dp_xmit(core, qp, &out);
@@ -653,7 +662,7 @@ static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
         }
         if (rc && pkt->ack_req && !(flags & (QRDMA_OPF_READ |
                                             QRDMA_OPF_ATOMIC))) {
-            qrdma_resp_ack(core, qp, pkt->psn,
+            qrdma_resp_ack(core, qp, pkt->psn + psns - 1,
                            QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
         }
         return;
@@ -701,11 +710,11 @@ static bool qrdma_resp_in_order(const QrdmaQp *qp, uint32_t flags)
 
 void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
-    uint32_t flags = qrdma_op_flags(pkt->opcode);
+    uint32_t flags = qrdma_pkt_flags(pkt);
     uint8_t transport = QRDMA_OP_TRANSPORT(pkt->opcode);
     bool ud = qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI;
     QrdmaRxResult rx;
-    uint32_t psns = 1;
+    uint32_t psns = pkt->npkts;
 
     if (qp->state < QRDMA_QPS_RTR || qp->state > QRDMA_QPS_SQE ||
         transport != (ud ? QRDMA_OP_UD : qp->type == QRDMA_QPT_UC ?

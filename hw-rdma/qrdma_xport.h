@@ -25,6 +25,8 @@ typedef struct QrdmaCore QrdmaCore;
  */
 typedef struct QrdmaTransportOps {
     const char *name;
+    /* The payload bytes a burst (QrdmaPkt.npkts > 1) may carry; 0: none. */
+    uint32_t max_burst;
     void (*xmit)(QrdmaCore *core, QrdmaPkt *pkt);
 } QrdmaTransportOps;
 
