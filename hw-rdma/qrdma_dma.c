@@ -263,6 +263,7 @@ bool qrdma_dma_publish(QrdmaCore *core, uint64_t addr, const void *buf,
                          len - last - 1)) {
         return false;
     }
+    /* As above: the polled byte only after the rest is visible. */
     smp_wmb();
     return qrdma_dma_write(core, addr + last, b + last, 1);
 }
