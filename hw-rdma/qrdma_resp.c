@@ -670,6 +670,10 @@ static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
         qp->resp.in_msg = 0;
         return;
     case QRDMA_RX_RNR:
+        /* The message goes again from the packet refused. */
+        if (flags & QRDMA_OPF_FIRST) {
+            qp->resp.in_msg = 0;
+        }
         if (rc) {
             core->counters.rnr_naks_sent++;
             qrdma_resp_ack(core, qp, pkt->psn,
@@ -680,6 +684,9 @@ static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
     default:
         break;
     }
+    trace_qrdma_resp_refused(qp->qpn, pkt->opcode, pkt->psn, pkt->npkts,
+                             pkt->paylen, rx, qp->resp.in_msg,
+                             qp->resp.placed, qp->resp.dma_len);
     qp->resp.in_msg = 0;
     if (!rc) {
         /* UC: the responder drops what it may not take. */

@@ -1364,9 +1364,39 @@ static void test_rnr(void *obj, void *data, QGuestAllocator *alloc)
     expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
     expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
 
+    /*
+     * RDMA WRITE with immediate meets the RNR condition too, before any
+     * data lands: one packet, and 3 KiB at MTU 1024 (a burst of 3).  The
+     * retry, after a receive is posted, places it all.
+     */
+    pair(&e, &a, &b, QRDMA_QPT_RC, 7);
+    write_data(&e, 0, "write with imm after RNR");
+    w = wqe_sge(4, QRDMA_WR_RDMA_WRITE_WITH_IMM, e.data, 25, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 8192);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    post_send(&e, &a, &w);
+    expect_no_cqe(&e, &e.cq);
+    post_recv(&e, &b, 0xb4, e.data + 4096, 64, e.lkey);
+    qtest_clock_step(e.t.qts, 100 * 1000 * 1000);
+    expect_cqe(&e, &e.cq, 0xb4, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+               QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    expect_data(&e, 8192, "write with imm after RNR");
+    w.wr_id = 5;
+    w.sge[0].length = cpu_to_le32(3072);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 12288);
+    post_send(&e, &a, &w);
+    expect_no_cqe(&e, &e.cq);
+    post_recv(&e, &b, 0xb5, e.data + 4096, 64, e.lkey);
+    qtest_clock_step(e.t.qts, 100 * 1000 * 1000);
+    expect_cqe(&e, &e.cq, 0xb5, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+               QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    expect_data(&e, 12288, "write with imm after RNR");
+
     /* UC: no receive, the message is dropped, the sender succeeds */
     pair(&e, &a, &b, QRDMA_QPT_UC, 0);
-    w.wr_id = 3;
+    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 8, e.lkey);
     post_send(&e, &a, &w);
     expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     expect_no_cqe(&e, &e.cq);
