@@ -148,8 +148,6 @@ typedef struct QrdmaResp {
     bool nak_sent;                      /* a sequence NAK for epsn went */
     uint8_t in_msg;                     /* QRDMA_OPF_SEND or _WRITE, or 0 */
     uint32_t placed;                    /* bytes of it placed */
-    uint64_t wr_id;                     /* of the receive WQE it fills */
-    bool has_recv;                      /* a receive WQE was taken */
     uint32_t mr_gen;                    /* sink checked at this MR gen */
     struct qrdma_rq_wqe rwqe;           /* that WQE, as taken */
     uint64_t va;                        /* a WRITE's range */

@@ -272,7 +272,7 @@ static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
 
 /* LOCAL_INV of a window: type 2 only, by its current key. */
 static uint8_t qrdma_mw_local_inv(QrdmaCore *core, uint32_t pd, uint32_t qpn,
-                                  const struct qrdma_sq_wqe *wqe, uint32_t key)
+                                  uint32_t key)
 {
     QrdmaMw *mw = qrdma_mw_by_key(core, key);
 
@@ -342,7 +342,7 @@ uint8_t qrdma_mr_wr(QrdmaCore *core, uint32_t pd, uint32_t uctx,
     key = le32_to_cpu(wqe->opcode == QRDMA_WR_LOCAL_INV ?
                       wqe->imm_data : wqe->reg_mr.key);
     if (wqe->opcode == QRDMA_WR_LOCAL_INV && (key & QRDMA_KEY_MW)) {
-        return qrdma_mw_local_inv(core, pd, qpn, wqe, key);
+        return qrdma_mw_local_inv(core, pd, qpn, key);
     }
     mr = qrdma_mr_by_key(core, key);
     if (!mr || mr->pd != pd || !mr->fast_reg) {

@@ -115,7 +115,7 @@ void qrdma_resp_flush_rq(QrdmaCore *core, QrdmaQp *qp)
 static void qrdma_resp_cqe(QrdmaCore *core, QrdmaQp *qp, uint8_t status,
                            struct qrdma_cqe *cqe, bool solicited)
 {
-    cqe->wr_id = qp->resp.wr_id;
+    cqe->wr_id = qp->resp.rwqe.wr_id;
     cqe->qpn = cpu_to_le32(qp->qpn);
     cqe->is_recv = 1;
     cqe->status = status;
@@ -146,8 +146,6 @@ static QrdmaRxResult qrdma_resp_start_recv(QrdmaCore *core, QrdmaQp *qp)
     if (!qrdma_resp_take_recv(core, qp, &r->rwqe)) {
         return qp->type == QRDMA_QPT_RC ? QRDMA_RX_RNR : QRDMA_RX_DROP;
     }
-    r->wr_id = r->rwqe.wr_id;
-    r->has_recv = true;
     r->placed = 0;
     r->mr_gen = core->mr_gen;
     num = le32_to_cpu(r->rwqe.num_sge);
@@ -264,7 +262,6 @@ static QrdmaRxResult qrdma_resp_write(QrdmaCore *core, QrdmaQp *qp,
         r->rkey = pkt->rkey;
         r->dma_len = pkt->dma_len;
         r->placed = 0;
-        r->has_recv = false;
         r->mr_gen = core->mr_gen;
         if (!r->dma_len) {
             qrdma_iter_range(&r->sink, core, NULL, 0, 0);
@@ -421,10 +418,20 @@ static uint64_t *qrdma_resp_atomic_map(QrdmaCore *core, QrdmaQp *qp,
     return (uint64_t *)m->host;
 }
 
+/* The atomic ACK of the atomic at psn: the value it kept returns. */
+static void qrdma_resp_atomic_ack(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
+{
+    QrdmaPkt out = { };
+
+    qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, psn);
+    out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
+    out.orig = qp->resp.atomic_orig;
+    qrdma_dp_xmit(core, qp, &out);
+}
+
 static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
                                        QrdmaPkt *pkt)
 {
-    QrdmaPkt out = { };
     QrdmaRxResult rx;
     QrdmaMap m;
     uint64_t *p, orig;
@@ -453,10 +460,7 @@ static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
     qp->resp.atomic_psn = pkt->psn;
     qp->resp.atomic_orig = le64_to_cpu(orig);
     qp->resp.msn++;
-    qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, pkt->psn);
-    out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
-    out.orig = qp->resp.atomic_orig;
-    qrdma_dp_xmit(core, qp, &out);
+    qrdma_resp_atomic_ack(core, qp, pkt->psn);
     return QRDMA_RX_OK;
 }
 
@@ -601,12 +605,7 @@ static void qrdma_resp_duplicate(QrdmaCore *core, QrdmaQp *qp,
         qrdma_resp_read(core, qp, pkt, &psns);
     } else if (flags & QRDMA_OPF_ATOMIC) {
         if (qp->resp.atomic_valid && qp->resp.atomic_psn == pkt->psn) {
-            QrdmaPkt out = { };
-
-            qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, pkt->psn);
-            out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
-            out.orig = qp->resp.atomic_orig;
-            qrdma_dp_xmit(core, qp, &out);
+            qrdma_resp_atomic_ack(core, qp, pkt->psn);
         }
     } else if (pkt->ack_req) {
         qrdma_resp_ack(core, qp, qp->resp.epsn - 1,
