@@ -360,6 +360,8 @@ static const struct {
     { "rnr-naks-rcvd", offsetof(QrdmaCounters, rnr_naks_rcvd) },
     { "retransmits", offsetof(QrdmaCounters, retransmits) },
     { "retry-exceeded", offsetof(QrdmaCounters, retry_exceeded) },
+    { "icrc-errors", offsetof(QrdmaCounters, icrc_errors) },
+    { "wire-malformed", offsetof(QrdmaCounters, wire_malformed) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,

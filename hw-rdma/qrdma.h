@@ -315,6 +315,9 @@ typedef struct QrdmaCounters {
     uint64_t rnr_naks_rcvd;
     uint64_t retransmits;               /* ACK timeouts with retries left */
     uint64_t retry_exceeded;
+    /* frames from the wire dropped before the engines saw them */
+    uint64_t icrc_errors;
+    uint64_t wire_malformed;            /* headers short, inconsistent */
 } QrdmaCounters;
 
 /*

@@ -21,6 +21,7 @@
 #include "qrdma_cq.h"
 #include "qrdma_mr.h"
 #include "qrdma_err.h"
+#include "qrdma_wire.h"
 #include "trace.h"
 
 #define QRDMA_MAX_MSG (1u << 31)
@@ -320,6 +321,8 @@ void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s)
 
 void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
+    pkt->lqpn = qp->qpn;
+    pkt->mtu = qrdma_qp_mtu(qp);
     core->counters.pkts_sent += pkt->npkts;
     trace_qrdma_pkt_xmit(qp->qpn, pkt->dqpn, pkt->opcode, pkt->psn,
                          pkt->paylen);
@@ -722,7 +725,7 @@ void qrdma_dp_realize(QrdmaCore *core)
     QSIMPLEQ_INIT(&core->work);
     core->dp_bh = qemu_bh_new_guarded(qrdma_dp_run, core,
                                       &dev->mem_reentrancy_guard);
-    core->xport = &qrdma_fabric_ops;
+    core->xport = &qrdma_wire_ops;
     qrdma_fabric_join(core->fabric_link, &core->port, core, qrdma_dp_rx);
     core->port_up = qrdma_eth_link_up(core);
 }

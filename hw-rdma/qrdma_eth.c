@@ -24,6 +24,7 @@
 #include "system/dma.h"
 #include "qrdma.h"
 #include "qrdma_err.h"
+#include "qrdma_wire.h"
 #include "trace.h"
 
 QEMU_BUILD_BUG_ON(QRDMA_ETH_RING_ALIGN % sizeof(struct qrdma_eth_desc));
@@ -464,6 +465,9 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
     uint64_t addr;
     uint32_t idx;
 
+    if (qrdma_wire_receive(core, buf, size)) {
+        return size;
+    }
     if (!qrdma_eth_enabled(&core->eth)) {
         trace_qrdma_eth_rx_dropped("function disabled", size);
         core->counters.eth_rx_dropped++;

@@ -9,7 +9,6 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/module.h"
-#include "qemu/units.h"
 #include "hw/qdev-core.h"
 #include "qrdma.h"
 #include "qrdma_fabric.h"
@@ -57,7 +56,7 @@ void qrdma_fabric_leave(QrdmaFabricPort *port)
     }
 }
 
-static bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid)
+bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid)
 {
     int i;
 
@@ -86,36 +85,29 @@ static void qrdma_fabric_deliver(QrdmaFabricPort *port, QrdmaPkt *pkt)
     *pkt->payload = saved;
 }
 
-static void qrdma_fabric_xmit(QrdmaCore *core, QrdmaPkt *pkt)
+bool qrdma_fabric_route(QrdmaCore *core, QrdmaPkt *pkt)
 {
     QrdmaFabric *fabric = core->port.fabric;
     QrdmaFabricPort *p;
 
     if (!fabric) {
-        return;
+        return false;
     }
     if (qrdma_gid_is_mcast(pkt->dgid)) {
         QLIST_FOREACH(p, &fabric->members, next) {
             qrdma_fabric_deliver(p, pkt);
         }
-        return;
+        return false;
     }
     QLIST_FOREACH(p, &fabric->members, next) {
         if (qrdma_fabric_owns_gid(p->core, pkt->dgid)) {
             /* One receiver: it may move the payload iterator as it reads. */
             p->rx(p->core, pkt);
-            return;
+            return true;
         }
     }
-    trace_qrdma_fabric_no_route(pkt->dqpn, pkt->opcode);
+    return false;
 }
-
-const QrdmaTransportOps qrdma_fabric_ops = {
-    .name = "loopback",
-    /* Bursts go whole: the receiver copies them in one piece. */
-    .max_burst = 1 * MiB,
-    .xmit = qrdma_fabric_xmit,
-};
 
 static void qrdma_fabric_init(Object *obj)
 {

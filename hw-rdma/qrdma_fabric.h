@@ -17,9 +17,11 @@
 OBJECT_DECLARE_SIMPLE_TYPE(QrdmaFabric, QRDMA_FABRIC)
 
 /*
- * The in-process transport: a packet from one member goes to the member
- * that owns its destination GID (to every member, for a multicast GID),
- * at once, its payload copied straight from the sender's guest memory.
+ * The in-process link between the functions of one QEMU: a packet from
+ * one member goes to the member that owns its destination GID (to every
+ * member, for a multicast GID), at once, its payload copied straight from
+ * the sender's guest memory.  The wire (qrdma_wire.c) sends through it
+ * what is for a member, as a NIC loops back what is for itself.
  * Functions link to one with their "fabric" property (-device
  * qrdma-fabric,id=f0 -device qrdma,fabric=f0), as nvme controllers link
  * to an nvme-subsys; those that name none share the machine's default
@@ -41,11 +43,19 @@ typedef struct QrdmaFabricPort {
     QLIST_ENTRY(QrdmaFabricPort) next;
 } QrdmaFabricPort;
 
-extern const QrdmaTransportOps qrdma_fabric_ops;
-
 /* fabric NULL: the machine's default fabric. */
 void qrdma_fabric_join(QrdmaFabric *fabric, QrdmaFabricPort *port,
                        QrdmaCore *core, QrdmaRxFn *rx);
 void qrdma_fabric_leave(QrdmaFabricPort *port);
+
+/*
+ * Deliver a packet to the member that owns its destination GID; true if
+ * one did.  A multicast packet goes to every member, and false returns:
+ * the wire may have members of the group too.
+ */
+bool qrdma_fabric_route(QrdmaCore *core, QrdmaPkt *pkt);
+
+/* Whether gid is in core's GID table. */
+bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid);
 
 #endif /* HW_RDMA_QRDMA_FABRIC_H */

@@ -176,6 +176,16 @@ typedef struct QrdmaPkt {
     uint8_t traffic_class;
     uint8_t hop_limit;
     uint32_t flow_label;
+    /*
+     * The link, for the wire: where the frame goes (the address the
+     * guest resolved), the QP sending, whose number with the peer's
+     * makes the flow's UDP source port, and the path MTU a burst is cut
+     * into.
+     */
+    uint8_t dmac[6];
+    uint16_t vlan_id;
+    uint32_t lqpn;
+    uint32_t mtu;
     /* the payload */
     uint32_t paylen;
     QrdmaIter *payload;

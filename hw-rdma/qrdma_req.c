@@ -77,6 +77,8 @@ static void qrdma_req_addr(QrdmaCore *core, const struct qrdma_av *av,
     pkt->traffic_class = av->traffic_class;
     pkt->hop_limit = av->hop_limit;
     pkt->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
+    memcpy(pkt->dmac, av->dmac, 6);
+    pkt->vlan_id = le16_to_cpu(av->vlan_id);
 }
 
 /*

@@ -325,6 +325,8 @@ static void qrdma_resp_answer(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *out,
     out->traffic_class = av->traffic_class;
     out->hop_limit = av->hop_limit;
     out->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
+    memcpy(out->dmac, av->dmac, 6);
+    out->vlan_id = le16_to_cpu(av->vlan_id);
     out->msn = qp->resp.msn & QRDMA_PSN_MASK;
 }
 

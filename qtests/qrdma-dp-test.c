@@ -9,6 +9,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <poll.h>
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
@@ -51,6 +52,7 @@ typedef struct Env {
     uint64_t eq1;
     uint32_t eq1_ci;
     uint8_t peer_ip;                    /* last byte of the peer's GID */
+    uint8_t peer_mac[6];                /* and its MAC, for the wire */
     uint32_t qp_access;                 /* qp_access_flags of modify() */
     uint8_t timeout;                    /* local ACK timeout of modify() */
     uint8_t retry_cnt;                  /* and its retry count */
@@ -212,7 +214,10 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
         .av.hop_limit = 64,
         /* ::ffff:10.0.2.<peer_ip>; qrdma_t_set_gid() sets .15 */
         .av.dgid = { [10] = 0xff, [11] = 0xff, 10, 0, 2, e->peer_ip },
+        .av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE),
     };
+
+    memcpy(a.av.dmac, e->peer_mac, 6);
 
     return qrdma_t_modify_qp(&e->t, 0, qp->qpn, &a);
 }
@@ -2745,6 +2750,390 @@ static void test_ack_coalescing(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "dup-reqs") - dups, ==, 3);
 }
 
+/* The wire */
+
+/*
+ * Two functions on fabrics of their own, so that nothing passes between
+ * them but frames: qrdma0 (10.0.2.15) on netdev w0 and qrdma1 (10.0.2.16)
+ * on w1, hub ports of hub 7.  The hub's third port is the test's: a
+ * datagram socket that sees every frame either sends, and sends frames of
+ * its own to both.
+ */
+#define WIRE_MAC0 "52:54:00:00:02:0f"
+#define WIRE_MAC1 "52:54:00:00:02:10"
+#define WIRE_FRAME_MAX 9018
+
+static const uint8_t wire_mac0[6] = { 0x52, 0x54, 0, 0, 2, 0x0f };
+static const uint8_t wire_mac1[6] = { 0x52, 0x54, 0, 0, 2, 0x10 };
+
+static void wire_cleanup(void *sockets)
+{
+    int *sv = sockets;
+
+    close(sv[0]);
+    qos_invalidate_command_line();
+    close(sv[1]);
+    g_free(sv);
+}
+
+static void *wire_setup(GString *cmd_line, void *arg)
+{
+    int *sv = g_new(int, 2);
+
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_DGRAM, 0, sv), ==, 0);
+    g_string_append_printf(cmd_line,
+        " -netdev hubport,id=w0,hubid=7 -netdev hubport,id=w1,hubid=7"
+        " -netdev dgram,id=cap,local.type=fd,local.str=%d"
+        " -netdev hubport,id=w2,hubid=7,netdev=cap"
+        " -device qrdma-fabric,id=f1"
+        " -device qrdma,addr=05.0,id=qrdma1,fabric=f1,netdev=w1,mac="
+        WIRE_MAC1 " ", sv[1]);
+    g_test_queue_destroy(wire_cleanup, sv);
+    return sv;
+}
+
+/* qrdma0 in e0 and qrdma1 in e1, each other's peer. */
+static void wire_envs(void *obj, QGuestAllocator *alloc, QQrdma *q1, Env *e0,
+                      Env *e1)
+{
+    env_init(e0, obj, alloc);
+    other_device(obj, 5, 16, q1, alloc, e1);
+    e0->peer_ip = 16;
+    memcpy(e0->peer_mac, wire_mac1, 6);
+    memcpy(e1->peer_mac, wire_mac0, 6);
+}
+
+/* The next frame the hub brought the test, 0 if none within 2 s. */
+static size_t wire_recv(int fd, uint8_t *buf)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    ssize_t n;
+
+    if (poll(&p, 1, 2000) != 1) {
+        return 0;
+    }
+    n = recv(fd, buf, WIRE_FRAME_MAX, 0);
+    g_assert_cmpint(n, >, 0);
+    return n;
+}
+
+static void wire_drain(int fd)
+{
+    uint8_t buf[WIRE_FRAME_MAX];
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+
+    while (poll(&p, 1, 0) == 1) {
+        g_assert_cmpint(recv(fd, buf, sizeof(buf), 0), >, 0);
+    }
+}
+
+/* The Internet checksum of an IPv4 header: 0 when it is right. */
+static uint16_t wire_ipsum(const uint8_t *h)
+{
+    uint32_t sum = 0;
+    int i;
+
+    for (i = 0; i < 20; i += 2) {
+        sum += lduw_be_p(h + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum & 0xffff;
+}
+
+/* CRC-32 as Ethernet computes it, a bit at a time: the test's own. */
+static uint32_t wire_crc32(uint32_t crc, const uint8_t *p, size_t len)
+{
+    int k;
+
+    crc = ~crc;
+    while (len--) {
+        crc ^= *p++;
+        for (k = 0; k < 8; k++) {
+            crc = crc >> 1 ^ (0xedb88320u & -(crc & 1));
+        }
+    }
+    return ~crc;
+}
+
+/*
+ * The ICRC of an untagged IPv4 RoCEv2 frame of len bytes, by annex A17:
+ * over 8 bytes of ones, then IP to the end of the payload with TOS, TTL,
+ * the IP and UDP checksums and the BTH's reserved byte taken as ones.
+ */
+#define WIRE_IP     14
+#define WIRE_UDP    (WIRE_IP + 20)
+#define WIRE_BTH    (WIRE_UDP + 8)
+
+static uint32_t wire_icrc(const uint8_t *f, size_t len)
+{
+    static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff,
+                                     0xff, 0xff, 0xff, 0xff };
+    uint8_t m[WIRE_FRAME_MAX];
+
+    memcpy(m, f, len);
+    m[WIRE_IP + 1] = m[WIRE_IP + 8] = 0xff;
+    m[WIRE_IP + 10] = m[WIRE_IP + 11] = 0xff;
+    m[WIRE_UDP + 6] = m[WIRE_UDP + 7] = 0xff;
+    m[WIRE_BTH + 4] = 0xff;
+    return wire_crc32(wire_crc32(0, ones, 8), m + WIRE_IP,
+                      len - WIRE_IP - 4);
+}
+
+static void wire_set_icrc(uint8_t *f, size_t len)
+{
+    uint32_t icrc = wire_icrc(f, len);
+
+    memcpy(f + len - 4, &icrc, 4);
+    if (G_BYTE_ORDER == G_BIG_ENDIAN) {
+        stl_le_p(f + len - 4, icrc);
+    }
+}
+
+/*
+ * A frame as the annex lays it out: to the peer's MAC from the sender's,
+ * IPv4 from ::ffff:10.0.2.x to ::ffff:10.0.2.y with DF and a good header
+ * checksum, UDP from a port of 0xc000-0xffff to 4791 with checksum 0 and
+ * a length that matches IP's, the BTH's version 0 and default P_Key, pad
+ * that makes the payload whole words, and the ICRC.  Returns its opcode.
+ */
+static uint8_t wire_check_frame(const uint8_t *f, size_t len)
+{
+    const uint8_t *dst = f[11] == 0x0f ? wire_mac1 : wire_mac0;
+    uint32_t icrc;
+    uint8_t pad;
+
+    g_assert_cmpuint(len, >=, WIRE_BTH + 12 + 4);
+    g_assert_cmpmem(f, 6, dst, 6);
+    g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
+    g_assert_cmphex(f[WIRE_IP], ==, 0x45);
+    g_assert_cmpuint(lduw_be_p(f + WIRE_IP + 2), ==, len - WIRE_IP);
+    g_assert_cmphex(lduw_be_p(f + WIRE_IP + 6), ==, 0x4000);
+    g_assert_cmpuint(f[WIRE_IP + 9], ==, 17);
+    g_assert_cmphex(wire_ipsum(f + WIRE_IP), ==, 0);
+    g_assert_cmphex(f[WIRE_IP + 12], ==, 10);
+    g_assert_cmphex(f[WIRE_IP + 19], ==, f[11] == 0x0f ? 16 : 15);
+    g_assert_cmphex(lduw_be_p(f + WIRE_UDP), >=, 0xc000);
+    g_assert_cmpuint(lduw_be_p(f + WIRE_UDP + 2), ==, 4791);
+    g_assert_cmpuint(lduw_be_p(f + WIRE_UDP + 4), ==, len - WIRE_UDP);
+    g_assert_cmphex(lduw_be_p(f + WIRE_UDP + 6), ==, 0);
+    g_assert_cmphex(f[WIRE_BTH + 1] & 0xf, ==, 0);
+    g_assert_cmphex(lduw_be_p(f + WIRE_BTH + 2), ==, 0xffff);
+    pad = (f[WIRE_BTH + 1] >> 4) & 3;
+    g_assert_cmpuint((len - WIRE_BTH - 4) % 4, ==, 0);
+    g_assert_true(pad == 0 || f[len - 5] == 0);
+    icrc = ldl_le_p(f + len - 4);
+    g_assert_cmphex(icrc, ==, wire_icrc(f, len));
+    return f[WIRE_BTH];
+}
+
+/*
+ * RC across the wire: a SEND of 3000 bytes at MTU 256 leaves as 12
+ * frames (SEND_FIRST, 10 SEND_MIDDLE, SEND_LAST) and an ACK comes back;
+ * WRITE, READ and both atomics work, the data and old values checked;
+ * every frame the hub carried is checked against the annex.
+ */
+static void test_wire_rc(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { LEN = 3000 };
+    int fd = ((int *)data)[0];
+    uint8_t src[LEN], got[LEN], f[WIRE_FRAME_MAX];
+    unsigned ops[256] = { 0 };
+    struct qrdma_sq_wqe w;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    size_t n;
+    int i;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.path_mtu = e1.path_mtu = 1;
+    for (i = 0; i < LEN; i++) {
+        src[i] = i * 13 + 5;
+    }
+    qtest_memwrite(e0.t.qts, e0.data, src, LEN);
+    connect_rc(&e0, &a, &e1, &b, true);
+    wire_drain(fd);
+
+    post_recv(&e1, &b, 0xb1, e1.data + 8192, 4096, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+    post_send(&e0, &a, &w);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qtest_memread(e1.t.qts, e1.data + 8192, got, LEN);
+    g_assert_cmpmem(got, LEN, src, LEN);
+    while ((n = wire_recv(fd, f)) != 0) {
+        ops[wire_check_frame(f, n)]++;
+        if (ops[0x11]) {
+            break;
+        }
+    }
+    g_assert_cmpuint(ops[0x00], ==, 1);                 /* SEND_FIRST */
+    g_assert_cmpuint(ops[0x01], ==, 10);                /* SEND_MIDDLE */
+    g_assert_cmpuint(ops[0x02], ==, 1);                 /* SEND_LAST */
+    g_assert_cmpuint(ops[0x11], ==, 1);                 /* ACK */
+
+    /* WRITE 3000 bytes to page 4 of qrdma1, READ them back to page 8 */
+    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
+               QRDMA_WC_SUCCESS);
+    qtest_memread(e1.t.qts, e1.data + 4096 * 4, got, LEN);
+    g_assert_cmpmem(got, LEN, src, LEN);
+    w = wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096 * 8, LEN, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_RDMA_READ,
+               QRDMA_WC_SUCCESS);
+    qtest_memread(e0.t.qts, e0.data + 4096 * 8, got, LEN);
+    g_assert_cmpmem(got, LEN, src, LEN);
+
+    /* atomics on page 9 of qrdma1, the old values to page 10 of qrdma0 */
+    qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 40);
+    w = wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e0.data + 4096 * 10, 8,
+                e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    w.rdma.compare_add = cpu_to_le64(2);
+    post_send(&e0, &a, &w);
+    expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_FETCH_ADD,
+               QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 42);
+    g_assert_cmpuint(qtest_readq(e0.t.qts, e0.data + 4096 * 10), ==, 40);
+    w = wqe_sge(0xa5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e0.data + 4096 * 10, 8,
+                e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    w.rdma.compare_add = cpu_to_le64(42);
+    w.rdma.swap = cpu_to_le64(0x1122334455667788ull);
+    post_send(&e0, &a, &w);
+    expect_cqe(&e0, &e0.cq, 0xa5, a.qpn, QRDMA_WC_COMP_SWAP,
+               QRDMA_WC_SUCCESS);
+    g_assert_cmphex(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==,
+                    0x1122334455667788ull);
+    g_assert_cmpuint(qtest_readq(e0.t.qts, e0.data + 4096 * 10), ==, 42);
+    while ((n = wire_recv(fd, f)) != 0) {
+        ops[wire_check_frame(f, n)]++;
+    }
+    g_assert_cmpuint(ops[0x0c], ==, 1);                 /* READ_REQ */
+    g_assert_cmpuint(ops[0x0d] + ops[0x0e] + ops[0x0f], ==, 12);
+    g_assert_cmpuint(ops[0x14], ==, 1);                 /* FETCH_ADD */
+    g_assert_cmpuint(ops[0x13], ==, 1);                 /* CMP_SWAP */
+    g_assert_cmpuint(ops[0x12], ==, 2);                 /* ATOMIC_ACK */
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "icrc-errors") +
+                     qrdma_t_qom_get(&e1.t, "icrc-errors") +
+                     qrdma_t_qom_get(&e0.t, "wire-malformed") +
+                     qrdma_t_qom_get(&e1.t, "wire-malformed"), ==, 0);
+}
+
+static void wire_send(int fd, const uint8_t *f, size_t len)
+{
+    g_assert_cmpint(send(fd, f, len, 0), ==, len);
+}
+
+/* Waits up to 2 s for a counter of e to reach want. */
+static void wire_expect_count(Env *e, const char *name, uint64_t want)
+{
+    int i;
+
+    for (i = 0; i < 200 && qrdma_t_qom_get(&e->t, name) != want; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(qrdma_t_qom_get(&e->t, name), ==, want);
+}
+
+/*
+ * Frames from the wire are hostile: a flipped payload bit (ICRC), a UDP
+ * length that disagrees with IP's, an IPv4 header with a bad checksum,
+ * an unknown opcode, a BTH version not 0, a frame cut short: each is
+ * dropped and counted, and nothing lands.  A well-made frame for a QPN
+ * that does not exist is dropped as well.  The QPs still work.
+ */
+static void test_wire_bad_frames(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    int fd = ((int *)data)[0];
+    uint8_t good[WIRE_FRAME_MAX], f[WIRE_FRAME_MAX];
+    struct qrdma_sq_wqe w;
+    uint64_t icrc, bad, drop;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    size_t n;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    connect_rc(&e0, &a, &e1, &b, true);
+    write_data(&e0, 0, "on the wire");
+    wire_drain(fd);
+
+    /* one good SEND_ONLY, kept to be replayed, mutated */
+    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 12, e0.lkey);
+    post_send(&e0, &a, &w);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    n = wire_recv(fd, good);
+    g_assert_cmphex(wire_check_frame(good, n), ==, 0x04);
+    wire_drain(fd);
+    write_data(&e1, 0, "untouched");
+    post_recv(&e1, &b, 0xb2, e1.data, 64, e1.lkey);
+
+    icrc = qrdma_t_qom_get(&e1.t, "icrc-errors");
+    bad = qrdma_t_qom_get(&e1.t, "wire-malformed");
+    drop = qrdma_t_qom_get(&e1.t, "pkts-dropped");
+
+    memcpy(f, good, n);
+    f[WIRE_BTH + 12] ^= 0x01;                   /* a payload bit */
+    wire_send(fd, f, n);
+    wire_expect_count(&e1, "icrc-errors", icrc + 1);
+
+    memcpy(f, good, n);
+    stw_be_p(f + WIRE_UDP + 4, lduw_be_p(f + WIRE_UDP + 4) - 4);
+    wire_send(fd, f, n);
+    wire_expect_count(&e1, "wire-malformed", bad + 1);
+
+    memcpy(f, good, n);
+    f[WIRE_IP + 10] ^= 0x55;                    /* IPv4 header checksum */
+    wire_send(fd, f, n);
+    wire_expect_count(&e1, "wire-malformed", bad + 2);
+
+    memcpy(f, good, n);
+    f[WIRE_BTH] = 0x1f;                         /* no such RC opcode */
+    wire_set_icrc(f, n);
+    wire_send(fd, f, n);
+    wire_expect_count(&e1, "wire-malformed", bad + 3);
+
+    memcpy(f, good, n);
+    f[WIRE_BTH + 1] |= 0x01;                    /* transport version 1 */
+    wire_set_icrc(f, n);
+    wire_send(fd, f, n);
+    wire_expect_count(&e1, "wire-malformed", bad + 4);
+
+    wire_send(fd, good, WIRE_BTH + 6);          /* cut in the BTH */
+    wire_expect_count(&e1, "wire-malformed", bad + 5);
+
+    memcpy(f, good, n);
+    stl_be_p(f + WIRE_BTH + 4, 0x00abcdef);     /* nobody's QPN */
+    wire_set_icrc(f, n);
+    wire_send(fd, f, n);
+    wire_expect_count(&e1, "pkts-dropped", drop + 1);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "icrc-errors"), ==, icrc + 1);
+
+    expect_no_cqe(&e1, &e1.cq);
+    expect_data(&e1, 0, "untouched");
+
+    /* the QPs go on as if nothing had come */
+    w = wqe_sge(0xa2, QRDMA_WR_SEND, e0.data, 12, e0.lkey);
+    post_send(&e0, &a, &w);
+    expect_cqe(&e1, &e1.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e1, 0, "on the wire");
+}
+
 /*
  * Functions reach each other only on one qrdma-fabric.  qrdma1 and qrdma2
  * link to fabric f1, qrdma0 stays on the default one: a send from qrdma2
@@ -3200,6 +3589,11 @@ static void test_bench_small(void *obj, void *data, QGuestAllocator *alloc)
 
 static void qrdma_dp_register_tests(void)
 {
+    QOSGraphTestOptions wire_opts = {
+        .before = wire_setup,
+        .edge.extra_device_opts = "netdev=w0,mac=" WIRE_MAC0,
+    };
+
     qos_add_test("dp/send-recv-inline-s5-s6", "qrdma", test_send_recv, NULL);
     qos_add_test("dp/write-read-atomic", "qrdma", test_write_read_atomic,
                  NULL);
@@ -3254,6 +3648,9 @@ static void qrdma_dp_register_tests(void)
                                 "-device qrdma,addr=05.0,id=qrdma1,fabric=f1 "
                                 "-device qrdma,addr=06.0,id=qrdma2,fabric=f1",
     });
+    qos_add_test("dp/wire-rc", "qrdma", test_wire_rc, &wire_opts);
+    qos_add_test("dp/wire-bad-frames", "qrdma", test_wire_bad_frames,
+                 &wire_opts);
     qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
                  NULL);
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);

@@ -1,0 +1,169 @@
+/*
+ * QEMU qrdma: emulated RDMA (RoCEv2) NIC, the transport on the wire
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Packets for a function of this QEMU go over the loopback fabric, as a
+ * NIC loops back what is for itself; all others leave as RoCEv2 frames on
+ * the netdev of the Ethernet function, a burst cut into packets of the
+ * path MTU as a NIC's segmentation offload does.  Frames that come in
+ * for one of the port's GIDs go to the engines; everything else stays
+ * with the Ethernet function.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "net/eth.h"
+#include "net/net.h"
+#include "qrdma.h"
+#include "qrdma_roce.h"
+#include "qrdma_wire.h"
+#include "trace.h"
+
+/* The multicast MAC of a multicast GID: RFC 1112 for IPv4, 2464 for v6. */
+static void qrdma_wire_mcast_mac(const uint8_t *gid, uint8_t *mac)
+{
+    if (gid[0] == 0xff) {
+        mac[0] = mac[1] = 0x33;
+        memcpy(mac + 2, gid + 12, 4);
+    } else {
+        mac[0] = 0x01;
+        mac[1] = 0x00;
+        mac[2] = 0x5e;
+        mac[3] = gid[13] & 0x7f;
+        mac[4] = gid[14];
+        mac[5] = gid[15];
+    }
+}
+
+/* The opcode of a packet in the middle of a burst. */
+static uint8_t qrdma_wire_middle(uint8_t opcode)
+{
+    uint32_t f = qrdma_op_flags(opcode);
+    uint8_t op = f & QRDMA_OPF_SEND ? QRDMA_OP_SEND_MIDDLE :
+                 f & QRDMA_OPF_WRITE ? QRDMA_OP_WRITE_MIDDLE :
+                 QRDMA_OP_READ_RESP_MIDDLE;
+
+    return QRDMA_OP_TRANSPORT(opcode) | op;
+}
+
+static void qrdma_wire_frame(QrdmaCore *core, NetClientState *nc,
+                             const QrdmaPkt *one, const QrdmaRoceLink *link)
+{
+    uint8_t frame[QRDMA_ROCE_FRAME_MAX];
+    size_t len = qrdma_roce_encode(one, link, frame, sizeof(frame));
+
+    if (!len) {
+        /* The sender's memory went away under the packet: lost. */
+        core->counters.pkts_dropped++;
+        trace_qrdma_wire_tx_lost(one->dqpn, one->opcode, one->psn);
+        return;
+    }
+    trace_qrdma_wire_tx(one->dqpn, one->opcode, one->psn, len);
+    qemu_send_packet(nc, frame, len);
+}
+
+/* A burst leaves as npkts frames, each of the MTU but the last. */
+static void qrdma_wire_xmit_frames(QrdmaCore *core, NetClientState *nc,
+                                   QrdmaPkt *pkt, const QrdmaRoceLink *link)
+{
+    uint32_t mtu = pkt->mtu ? pkt->mtu : 4096;
+    uint32_t left = pkt->paylen;
+    QrdmaPkt one = *pkt;
+    uint32_t i;
+
+    one.npkts = 1;
+    for (i = 0; i < pkt->npkts; i++) {
+        bool last = i + 1 == pkt->npkts;
+
+        one.opcode = i == 0 ? pkt->opcode :
+                     last ? pkt->last_opcode : qrdma_wire_middle(pkt->opcode);
+        one.psn = (pkt->psn + i) & QRDMA_PSN_MASK;
+        one.paylen = last ? left : MIN(mtu, left);
+        one.ack_req = last && pkt->ack_req;
+        one.solicited = last && pkt->solicited;
+        left -= one.paylen;
+        qrdma_wire_frame(core, nc, &one, link);
+    }
+}
+
+static void qrdma_wire_xmit(QrdmaCore *core, QrdmaPkt *pkt)
+{
+    NetClientState *nc;
+    QrdmaRoceLink link;
+
+    if (qrdma_fabric_route(core, pkt)) {
+        return;
+    }
+    nc = core->eth.nic ? qemu_get_queue(core->eth.nic) : NULL;
+    if (!nc || !nc->peer || nc->link_down) {
+        trace_qrdma_wire_no_route(pkt->dqpn, pkt->opcode);
+        return;
+    }
+    memcpy(link.smac, core->eth.conf.macaddr.a, 6);
+    if (qrdma_gid_is_mcast(pkt->dgid)) {
+        qrdma_wire_mcast_mac(pkt->dgid, link.dmac);
+    } else {
+        memcpy(link.dmac, pkt->dmac, 6);
+    }
+    link.vlan_id = pkt->vlan_id;
+    link.pcp = pkt->traffic_class >> 5;
+    link.sport = qrdma_roce_sport(pkt->flow_label, pkt->lqpn, pkt->dqpn);
+    qrdma_wire_xmit_frames(core, nc, pkt, &link);
+}
+
+const QrdmaTransportOps qrdma_wire_ops = {
+    .name = "wire",
+    /*
+     * The engines hand over bursts as large as the loopback takes; the
+     * wire cuts them into frames, the payload read once, into the frame.
+     */
+    .max_burst = 1 * MiB,
+    .xmit = qrdma_wire_xmit,
+};
+
+/* A frame for this port's MAC, or for a group. */
+static bool qrdma_wire_for_us(QrdmaCore *core, const uint8_t *buf)
+{
+    return (buf[0] & 1) || !memcmp(buf, core->eth.conf.macaddr.a, 6);
+}
+
+bool qrdma_wire_receive(QrdmaCore *core, const uint8_t *buf, size_t len)
+{
+    QrdmaRoceFrame f;
+    QrdmaPkt pkt = { };
+    QrdmaIter payload;
+    const char *why;
+    QrdmaRoceRx rx;
+
+    if (len < ETH_HLEN || !qrdma_wire_for_us(core, buf)) {
+        return false;
+    }
+    rx = qrdma_roce_parse_ip(buf, len, &f, &pkt, &why);
+    if (rx == QRDMA_ROCE_RX_NOT_ROCE) {
+        return false;
+    }
+    if (rx == QRDMA_ROCE_RX_OK) {
+        if (!qrdma_gid_is_mcast(pkt.dgid) &&
+            !qrdma_fabric_owns_gid(core, pkt.dgid)) {
+            /* Someone else's RoCE, e.g. rxe on the guest's netdev. */
+            return false;
+        }
+        rx = qrdma_roce_parse_ib(&f, &pkt, &payload, &why);
+    }
+    switch (rx) {
+    case QRDMA_ROCE_RX_OK:
+        core->port.rx(core, &pkt);
+        return true;
+    case QRDMA_ROCE_RX_BAD_ICRC:
+        core->counters.icrc_errors++;
+        break;
+    default:
+        core->counters.wire_malformed++;
+        break;
+    }
+    trace_qrdma_wire_rx_dropped(why, len);
+    return true;
+}
