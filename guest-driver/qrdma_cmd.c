@@ -169,6 +169,19 @@ int qrdma_cmd_query_stats(struct qrdma_cmdq *cmdq,
 	stats->ah = le32_to_cpu(resp.ah);
 	stats->mcast = le32_to_cpu(resp.mcast);
 	stats->mw = le32_to_cpu(resp.mw);
+	stats->pkts_sent = le64_to_cpu(resp.pkts_sent);
+	stats->pkts_rcvd = le64_to_cpu(resp.pkts_rcvd);
+	stats->pkts_dropped = le64_to_cpu(resp.pkts_dropped);
+	stats->dup_reqs = le64_to_cpu(resp.dup_reqs);
+	stats->out_of_seq = le64_to_cpu(resp.out_of_seq);
+	stats->seq_naks_sent = le64_to_cpu(resp.seq_naks_sent);
+	stats->seq_naks_rcvd = le64_to_cpu(resp.seq_naks_rcvd);
+	stats->rnr_naks_sent = le64_to_cpu(resp.rnr_naks_sent);
+	stats->rnr_naks_rcvd = le64_to_cpu(resp.rnr_naks_rcvd);
+	stats->retransmits = le64_to_cpu(resp.retransmits);
+	stats->retry_exceeded = le64_to_cpu(resp.retry_exceeded);
+	stats->icrc_errors = le64_to_cpu(resp.icrc_errors);
+	stats->wire_malformed = le64_to_cpu(resp.wire_malformed);
 	return 0;
 }
 

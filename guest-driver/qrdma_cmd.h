@@ -83,6 +83,19 @@ struct qrdma_dev_stats {
 	u32 ah;
 	u32 mcast;
 	u32 mw;
+	u64 pkts_sent;
+	u64 pkts_rcvd;
+	u64 pkts_dropped;
+	u64 dup_reqs;
+	u64 out_of_seq;
+	u64 seq_naks_sent;
+	u64 seq_naks_rcvd;
+	u64 rnr_naks_sent;
+	u64 rnr_naks_rcvd;
+	u64 retransmits;
+	u64 retry_exceeded;
+	u64 icrc_errors;
+	u64 wire_malformed;
 };
 
 /* SET_GID */

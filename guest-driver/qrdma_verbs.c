@@ -2275,6 +2275,19 @@ enum qrdma_hw_stat {
 	QRDMA_STAT_SRQ,
 	QRDMA_STAT_AH,
 	QRDMA_STAT_MCAST,
+	QRDMA_STAT_SENT_PKTS,
+	QRDMA_STAT_RCVD_PKTS,
+	QRDMA_STAT_DROPPED_PKTS,
+	QRDMA_STAT_DUP_REQ,
+	QRDMA_STAT_OUT_OF_SEQ,
+	QRDMA_STAT_SEND_SEQ_ERR,
+	QRDMA_STAT_RCVD_SEQ_ERR,
+	QRDMA_STAT_SEND_RNR_ERR,
+	QRDMA_STAT_RCVD_RNR_ERR,
+	QRDMA_STAT_RETRANSMITS,
+	QRDMA_STAT_RETRY_EXCEEDED,
+	QRDMA_STAT_ICRC_ERRORS,
+	QRDMA_STAT_WIRE_MALFORMED,
 	/* The driver's */
 	QRDMA_STAT_CMD_TIMEOUTS,
 	QRDMA_STAT_CMD_FAILURES,
@@ -2302,6 +2315,20 @@ static const struct rdma_stat_desc qrdma_port_stat_descs[] = {
 	[QRDMA_STAT_SRQ].name = "live_srq",
 	[QRDMA_STAT_AH].name = "live_ah",
 	[QRDMA_STAT_MCAST].name = "live_mcast_groups",
+	/* The transport's, by rxe's names where rxe counts the same */
+	[QRDMA_STAT_SENT_PKTS].name = "sent_pkts",
+	[QRDMA_STAT_RCVD_PKTS].name = "rcvd_pkts",
+	[QRDMA_STAT_DROPPED_PKTS].name = "dropped_pkts",
+	[QRDMA_STAT_DUP_REQ].name = "duplicate_request",
+	[QRDMA_STAT_OUT_OF_SEQ].name = "out_of_seq_request",
+	[QRDMA_STAT_SEND_SEQ_ERR].name = "send_seq_err",
+	[QRDMA_STAT_RCVD_SEQ_ERR].name = "rcvd_seq_err",
+	[QRDMA_STAT_SEND_RNR_ERR].name = "send_rnr_err",
+	[QRDMA_STAT_RCVD_RNR_ERR].name = "rcvd_rnr_err",
+	[QRDMA_STAT_RETRANSMITS].name = "completer_retry_err",
+	[QRDMA_STAT_RETRY_EXCEEDED].name = "retry_exceeded_err",
+	[QRDMA_STAT_ICRC_ERRORS].name = "icrc_errors",
+	[QRDMA_STAT_WIRE_MALFORMED].name = "malformed_frames",
 	[QRDMA_STAT_CMD_TIMEOUTS].name = "cmd_timeouts",
 	[QRDMA_STAT_CMD_FAILURES].name = "cmd_failures",
 	[QRDMA_STAT_ASYNC_EVENTS].name = "async_events",
@@ -2352,6 +2379,19 @@ int qrdma_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	v[QRDMA_STAT_SRQ] = ds.srq;
 	v[QRDMA_STAT_AH] = ds.ah;
 	v[QRDMA_STAT_MCAST] = ds.mcast;
+	v[QRDMA_STAT_SENT_PKTS] = ds.pkts_sent;
+	v[QRDMA_STAT_RCVD_PKTS] = ds.pkts_rcvd;
+	v[QRDMA_STAT_DROPPED_PKTS] = ds.pkts_dropped;
+	v[QRDMA_STAT_DUP_REQ] = ds.dup_reqs;
+	v[QRDMA_STAT_OUT_OF_SEQ] = ds.out_of_seq;
+	v[QRDMA_STAT_SEND_SEQ_ERR] = ds.seq_naks_sent;
+	v[QRDMA_STAT_RCVD_SEQ_ERR] = ds.seq_naks_rcvd;
+	v[QRDMA_STAT_SEND_RNR_ERR] = ds.rnr_naks_sent;
+	v[QRDMA_STAT_RCVD_RNR_ERR] = ds.rnr_naks_rcvd;
+	v[QRDMA_STAT_RETRANSMITS] = ds.retransmits;
+	v[QRDMA_STAT_RETRY_EXCEEDED] = ds.retry_exceeded;
+	v[QRDMA_STAT_ICRC_ERRORS] = ds.icrc_errors;
+	v[QRDMA_STAT_WIRE_MALFORMED] = ds.wire_malformed;
 	v[QRDMA_STAT_CMD_TIMEOUTS] = atomic64_read(&cs->timeouts);
 	v[QRDMA_STAT_CMD_FAILURES] = atomic64_read(&cs->failed);
 	v[QRDMA_STAT_ASYNC_EVENTS] = atomic64_read(&ss->async_events);

@@ -664,6 +664,20 @@ struct qrdma_stats {
     qrdma_le32 mcast;
     qrdma_le32 mw;
     qrdma_le32 rsvd;
+    /* the transport: packets, not bursts */
+    qrdma_le64 pkts_sent;
+    qrdma_le64 pkts_rcvd;
+    qrdma_le64 pkts_dropped;            /* for no QP, or not expected */
+    qrdma_le64 dup_reqs;                /* duplicate requests */
+    qrdma_le64 out_of_seq;              /* requests ahead of the PSN */
+    qrdma_le64 seq_naks_sent;
+    qrdma_le64 seq_naks_rcvd;
+    qrdma_le64 rnr_naks_sent;
+    qrdma_le64 rnr_naks_rcvd;
+    qrdma_le64 retransmits;             /* ACK timeouts with retries left */
+    qrdma_le64 retry_exceeded;
+    qrdma_le64 icrc_errors;             /* frames from the wire */
+    qrdma_le64 wire_malformed;
 };
 
 /*
@@ -968,7 +982,7 @@ QRDMA_CHECK_SIZE(qrdma_cmpl, 32);
 QRDMA_CHECK_SIZE(qrdma_device_attr, 152);
 QRDMA_CHECK_SIZE(qrdma_port_attr, 24);
 QRDMA_CHECK_SIZE(qrdma_gid_entry, 28);
-QRDMA_CHECK_SIZE(qrdma_stats, 96);
+QRDMA_CHECK_SIZE(qrdma_stats, 200);
 QRDMA_CHECK_SIZE(qrdma_eqe, 16);
 QRDMA_CHECK_SIZE(qrdma_sge, 16);
 QRDMA_CHECK_SIZE(qrdma_sq_wqe, QRDMA_SQ_WQE_SIZE);
