@@ -142,6 +142,12 @@ typedef struct QrdmaComp {
 } QrdmaComp;
 
 /* The responder: the PSN it expects and the message it is taking in. */
+typedef struct QrdmaAtomicRes {
+    bool valid;
+    uint32_t psn;
+    uint64_t orig;
+} QrdmaAtomicRes;
+
 typedef struct QrdmaResp {
     uint32_t epsn;                      /* the next PSN expected */
     uint32_t msn;                       /* messages completed */
@@ -154,10 +160,13 @@ typedef struct QrdmaResp {
     uint32_t rkey;
     uint32_t dma_len;
     QrdmaIter sink;                     /* where its bytes go */
-    /* the last atomic, answered again if its request comes again */
-    bool atomic_valid;
-    uint32_t atomic_psn;
-    uint64_t atomic_orig;
+    /*
+     * The responder resources of atomics: the last QRDMA_MAX_RD_ATOMIC
+     * results, so that a request that comes again is answered, not done
+     * again.  A READ needs none: it is read again.
+     */
+    QrdmaAtomicRes atomics[QRDMA_MAX_RD_ATOMIC];
+    uint32_t atomic_next;
 } QrdmaResp;
 
 /*

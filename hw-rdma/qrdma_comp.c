@@ -297,8 +297,15 @@ void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         return;
     }
     /* A response acknowledges every request before it. */
-    if (!qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK) &&
-        qp->sq_ci == qp->req.idx) {
+    qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK);
+    if (!qrdma_comp_outstanding(qp) ||
+        (qp->state != QRDMA_QPS_RTS && qp->state != QRDMA_QPS_SQD)) {
+        /*
+         * A duplicate, or a stray from the wire: no WQE awaits it, and
+         * the slot at sq_ci may not even be posted yet, so not read.
+         */
+        core->counters.pkts_dropped++;
+        trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
         return;
     }
     if (pkt->opcode == QRDMA_OP_ATOMIC_ACK) {

@@ -306,6 +306,25 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
     return true;
 }
 
+/*
+ * Whether max_rd_atomic READs and atomics are in flight already, as many
+ * as the responder said it keeps resources for.  0 counts as 1: with
+ * none, a READ could never go.
+ */
+static bool qrdma_req_rd_atomic_full(const QrdmaQp *qp)
+{
+    uint32_t limit = MAX(qp->attr.max_rd_atomic, 1);
+    uint32_t i, n = 0;
+
+    for (i = qp->sq_ci; i != qp->req.idx; i++) {
+        if (qrdma_wqe_is_read_or_atomic(qp->sent[i % QRDMA_SENT_MAX].opcode) &&
+            ++n >= limit) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void qrdma_req_rewind(QrdmaQp *qp)
 {
     qp->req.idx = qp->sq_ci;
@@ -345,6 +364,12 @@ void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
         } else if (!qp->req.sent &&
                    qp->req.idx - qp->sq_ci >= QRDMA_SENT_MAX) {
             /* As many in flight as the completer keeps: it calls again. */
+            qp->req.waiting = true;
+            break;
+        } else if (!qp->req.sent &&
+                   qrdma_wqe_is_read_or_atomic(c->wqe.opcode) &&
+                   qrdma_req_rd_atomic_full(qp)) {
+            /* The responder's resources are all in use: it calls again. */
             qp->req.waiting = true;
             break;
         } else if (!qrdma_req_packet(core, qp, c, bytes)) {

@@ -420,20 +420,22 @@ static uint64_t *qrdma_resp_atomic_map(QrdmaCore *core, QrdmaQp *qp,
     return (uint64_t *)m->host;
 }
 
-/* The atomic ACK of the atomic at psn: the value it kept returns. */
-static void qrdma_resp_atomic_ack(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
+/* The atomic ACK of an atomic: the value it kept returns. */
+static void qrdma_resp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
+                                  const QrdmaAtomicRes *res)
 {
     QrdmaPkt out = { };
 
-    qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, psn);
+    qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, res->psn);
     out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
-    out.orig = qp->resp.atomic_orig;
+    out.orig = res->orig;
     qrdma_dp_xmit(core, qp, &out);
 }
 
 static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
                                        QrdmaPkt *pkt)
 {
+    QrdmaAtomicRes *res;
     QrdmaRxResult rx;
     QrdmaMap m;
     uint64_t *p, orig;
@@ -458,11 +460,12 @@ static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
     }
     qrdma_dma_unmap(core, &m, 8);
     /* Kept, so that the request coming again is answered, not redone. */
-    qp->resp.atomic_valid = true;
-    qp->resp.atomic_psn = pkt->psn;
-    qp->resp.atomic_orig = le64_to_cpu(orig);
+    res = &qp->resp.atomics[qp->resp.atomic_next++ % QRDMA_MAX_RD_ATOMIC];
+    res->valid = true;
+    res->psn = pkt->psn;
+    res->orig = le64_to_cpu(orig);
     qp->resp.msn++;
-    qrdma_resp_atomic_ack(core, qp, pkt->psn);
+    qrdma_resp_atomic_ack(core, qp, res);
     return QRDMA_RX_OK;
 }
 
@@ -592,6 +595,19 @@ static void qrdma_resp_ud(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
 
 /* RC and UC */
 
+static const QrdmaAtomicRes *qrdma_resp_atomic_res(const QrdmaQp *qp,
+                                                   uint32_t psn)
+{
+    int i;
+
+    for (i = 0; i < QRDMA_MAX_RD_ATOMIC; i++) {
+        if (qp->resp.atomics[i].valid && qp->resp.atomics[i].psn == psn) {
+            return &qp->resp.atomics[i];
+        }
+    }
+    return NULL;
+}
+
 /*
  * A packet behind the expected PSN: a request that came again because its
  * answer was lost.  It is answered again; a READ is read again, an atomic
@@ -606,8 +622,11 @@ static void qrdma_resp_duplicate(QrdmaCore *core, QrdmaQp *qp,
     if (flags & QRDMA_OPF_READ) {
         qrdma_resp_read(core, qp, pkt, &psns);
     } else if (flags & QRDMA_OPF_ATOMIC) {
-        if (qp->resp.atomic_valid && qp->resp.atomic_psn == pkt->psn) {
-            qrdma_resp_atomic_ack(core, qp, pkt->psn);
+        const QrdmaAtomicRes *res = qrdma_resp_atomic_res(qp, pkt->psn);
+
+        /* One older than the resources reach is not answered. */
+        if (res) {
+            qrdma_resp_atomic_ack(core, qp, res);
         }
     } else if (pkt->ack_req) {
         qrdma_resp_ack(core, qp, qp->resp.epsn - 1,

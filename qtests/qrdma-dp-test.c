@@ -57,6 +57,7 @@ typedef struct Env {
     uint8_t timeout;                    /* local ACK timeout of modify() */
     uint8_t retry_cnt;                  /* and its retry count */
     uint8_t path_mtu;                   /* IB enum, of modify() */
+    uint8_t max_rd_atomic;              /* and the READs/atomics in flight */
     uint32_t sq_psn;                    /* and the PSNs */
     uint32_t rq_psn;
 } Env;
@@ -112,6 +113,7 @@ static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
     e->timeout = 14;
     e->retry_cnt = 7;
     e->path_mtu = 3;
+    e->max_rd_atomic = 4;
     qrdma_t_init(&e->t, obj, alloc, 4);
     e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
     e->eq0 = guest_alloc(alloc, 4096);
@@ -204,7 +206,7 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
         .rq_psn = cpu_to_le32(e->rq_psn),
         .dest_qp_num = cpu_to_le32(dest),
         .qp_access_flags = cpu_to_le32(e->qp_access),
-        .max_rd_atomic = 4,
+        .max_rd_atomic = e->max_rd_atomic,
         .max_dest_rd_atomic = 4,
         .min_rnr_timer = 1,
         .port_num = 1,
@@ -3134,6 +3136,168 @@ static void test_wire_bad_frames(void *obj, void *data,
     expect_data(&e1, 0, "on the wire");
 }
 
+
+/*
+ * Responder resources on the wire.  A FETCH_ADD that comes again (here:
+ * the test sends the first of two again) is answered with the value it
+ * returned the first time and not done again, even when it is not the
+ * last atomic; the requester, which awaits nothing, drops its answer.
+ */
+static void test_wire_responder_resources(void *obj, void *data,
+                                          QGuestAllocator *alloc)
+{
+    int fd = ((int *)data)[0];
+    uint8_t f[WIRE_FRAME_MAX], first[WIRE_FRAME_MAX];
+    size_t n, first_len = 0;
+    struct qrdma_sq_wqe w;
+    int i, acks = 0;
+    uint64_t dups;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    connect_rc(&e0, &a, &e1, &b, true);
+    qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 100);
+    wire_drain(fd);
+
+    for (i = 0; i < 2; i++) {
+        w = wqe_sge(0xa1 + i, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
+                    e0.data + 4096 * 10 + 8 * i, 8, e0.lkey);
+        w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
+        w.rdma.rkey = cpu_to_le32(e1.rkey);
+        w.rdma.compare_add = cpu_to_le64(1 + i);
+        post_send(&e0, &a, &w);
+        expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_FETCH_ADD,
+                   QRDMA_WC_SUCCESS);
+    }
+    g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 103);
+    while ((n = wire_recv(fd, f)) != 0) {
+        if (wire_check_frame(f, n) == 0x14 && !first_len) {
+            memcpy(first, f, n);
+            first_len = n;
+        }
+    }
+    g_assert_cmpuint(first_len, >, 0);
+
+    dups = qrdma_t_qom_get(&e1.t, "dup-reqs");
+    wire_send(fd, first, first_len);
+    wire_expect_count(&e1, "dup-reqs", dups + 1);
+    g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 103);
+    while ((n = wire_recv(fd, f)) != 0) {
+        if (wire_check_frame(f, n) == 0x12) {
+            /* AtomicAckETH after the BTH and the AETH: the first value */
+            g_assert_cmpuint(ldq_be_p(f + WIRE_BTH + 16), ==, 100);
+            acks++;
+        }
+    }
+    g_assert_cmpint(acks, ==, 1);
+    expect_no_cqe(&e0, &e0.cq);
+}
+
+
+/*
+ * The test as the wire between the two functions: qrdma0's netdev and
+ * qrdma1's are each a datagram socket whose other end the test holds, and
+ * a frame goes across only when the test passes it on.
+ */
+static void relay_cleanup(void *sockets)
+{
+    int *sv = sockets;
+
+    close(sv[0]);
+    close(sv[2]);
+    qos_invalidate_command_line();
+    close(sv[1]);
+    close(sv[3]);
+    g_free(sv);
+}
+
+static void *relay_setup(GString *cmd_line, void *arg)
+{
+    int *sv = g_new(int, 4);
+
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_DGRAM, 0, sv), ==, 0);
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_DGRAM, 0, sv + 2), ==, 0);
+    g_string_append_printf(cmd_line,
+        " -netdev dgram,id=w0,local.type=fd,local.str=%d"
+        " -netdev dgram,id=w1,local.type=fd,local.str=%d"
+        " -device qrdma-fabric,id=f1"
+        " -device qrdma,addr=05.0,id=qrdma1,fabric=f1,netdev=w1,mac="
+        WIRE_MAC1 " ", sv[1], sv[3]);
+    g_test_queue_destroy(relay_cleanup, sv);
+    return sv;
+}
+
+/* Pass on every frame from one side, up to want of them; their opcodes. */
+static int relay(int from, int to, int want, uint8_t *ops)
+{
+    uint8_t f[WIRE_FRAME_MAX];
+    size_t n;
+    int k = 0;
+
+    while (k < want && (n = wire_recv(from, f)) != 0) {
+        ops[k++] = wire_check_frame(f, n);
+        wire_send(to, f, n);
+    }
+    return k;
+}
+
+/* Whether a frame comes from fd within 300 ms. */
+static bool relay_quiet(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+
+    return poll(&p, 1, 300) == 0;
+}
+
+/*
+ * The requester keeps no more READs and atomics in flight than
+ * max_rd_atomic, the responder resources its peer said it has: with 1,
+ * three READs posted together go one at a time, the next only when the
+ * response of the one before has come.
+ */
+static void test_wire_rd_atomic_limit(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    int *sv = data;
+    struct qrdma_sq_wqe w;
+    uint8_t ops[8];
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    int i, k;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.max_rd_atomic = 1;
+    connect_rc(&e0, &a, &e1, &b, true);
+    write_data(&e1, 4096 * 9, "read me");
+    for (i = 0; i < 3; i++) {
+        w = wqe_sge(0xb1 + i, QRDMA_WR_RDMA_READ, e0.data + 4096 * (4 + i),
+                    2048, e0.lkey);
+        w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
+        w.rdma.rkey = cpu_to_le32(e1.rkey);
+        qtest_memwrite(e0.t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
+                       &w, sizeof(w));
+        a.sq_pi++;
+    }
+    ring_db(&e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+    for (i = 0; i < 3; i++) {
+        k = relay(sv[0], sv[2], 1, ops);
+        g_assert_cmpint(k, ==, 1);
+        g_assert_cmphex(ops[0], ==, 0x0c);              /* READ_REQ */
+        g_assert_true(relay_quiet(sv[0]));
+        k = relay(sv[2], sv[0], 2, ops);
+        g_assert_cmpint(k, ==, 2);
+        g_assert_cmphex(ops[0], ==, 0x0d);
+        g_assert_cmphex(ops[1], ==, 0x0f);
+        expect_cqe(&e0, &e0.cq, 0xb1 + i, a.qpn, QRDMA_WC_RDMA_READ,
+                   QRDMA_WC_SUCCESS);
+        expect_data(&e0, 4096 * (4 + i), "read me");
+    }
+    g_assert_true(relay_quiet(sv[0]));
+}
+
 /*
  * Functions reach each other only on one qrdma-fabric.  qrdma1 and qrdma2
  * link to fabric f1, qrdma0 stays on the default one: a send from qrdma2
@@ -3593,6 +3757,10 @@ static void qrdma_dp_register_tests(void)
         .before = wire_setup,
         .edge.extra_device_opts = "netdev=w0,mac=" WIRE_MAC0,
     };
+    QOSGraphTestOptions relay_opts = {
+        .before = relay_setup,
+        .edge.extra_device_opts = "netdev=w0,mac=" WIRE_MAC0,
+    };
 
     qos_add_test("dp/send-recv-inline-s5-s6", "qrdma", test_send_recv, NULL);
     qos_add_test("dp/write-read-atomic", "qrdma", test_write_read_atomic,
@@ -3651,6 +3819,10 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/wire-rc", "qrdma", test_wire_rc, &wire_opts);
     qos_add_test("dp/wire-bad-frames", "qrdma", test_wire_bad_frames,
                  &wire_opts);
+    qos_add_test("dp/wire-responder-resources", "qrdma",
+                 test_wire_responder_resources, &wire_opts);
+    qos_add_test("dp/wire-rd-atomic-limit", "qrdma",
+                 test_wire_rd_atomic_limit, &relay_opts);
     qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
                  NULL);
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
