@@ -380,6 +380,7 @@ typedef struct QrdmaCore {
     QrdmaFabric *fabric_link;           /* the "fabric" property, or NULL */
     QrdmaFabricPort port;               /* the loopback transport */
     const QrdmaTransportOps *xport;     /* what carries packets */
+    uint32_t wire_queued;               /* frames the netdev holds back */
     uint32_t mr_gen;                    /* bumped when access is taken away */
     QrdmaDmaCache dma;
 

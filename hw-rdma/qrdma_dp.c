@@ -409,7 +409,15 @@ static bool qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
         /* More than its turn's worth: come back later, others go first. */
         qp->queued = true;
         QSIMPLEQ_INSERT_TAIL(&core->work, qp, next);
-        qemu_bh_schedule(core->dp_bh);
+        /*
+         * A transport backed up schedules the bottom half as it drains;
+         * the ACK timer runs meanwhile, for a peer that never reads.
+         */
+        if (qrdma_dp_xport_busy(core)) {
+            qrdma_comp_arm_retry(core, qp);
+        } else {
+            qemu_bh_schedule(core->dp_bh);
+        }
         return !bytes;
     }
     /*
@@ -430,7 +438,8 @@ static void qrdma_dp_run(void *opaque)
      * One turn for each QP queued now; those queued again meanwhile wait
      * for the next run, so the main loop gets its turn in between.
      */
-    while (more && (qp = QSIMPLEQ_FIRST(&core->work))) {
+    while (more && !qrdma_dp_xport_busy(core) &&
+           (qp = QSIMPLEQ_FIRST(&core->work))) {
         more = qp != last;
         QSIMPLEQ_REMOVE_HEAD(&core->work, next);
         qp->queued = false;
@@ -439,7 +448,7 @@ static void qrdma_dp_run(void *opaque)
             qrdma_resp_flush_rq(core, qp);
         }
     }
-    if (!QSIMPLEQ_EMPTY(&core->work)) {
+    if (!QSIMPLEQ_EMPTY(&core->work) && !qrdma_dp_xport_busy(core)) {
         qemu_bh_schedule(core->dp_bh);
     }
 }
@@ -734,6 +743,8 @@ void qrdma_dp_unrealize(QrdmaCore *core)
 {
     qrdma_fabric_leave(&core->port);
     qemu_bh_delete(core->dp_bh);
+    /* Frames the netdev still holds call back when it is deleted. */
+    core->dp_bh = NULL;
 }
 
 void qrdma_dp_reset(QrdmaCore *core)

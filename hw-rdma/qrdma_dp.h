@@ -53,6 +53,12 @@ void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s);
 /* The completion opcode of a send WQE's opcode. */
 uint8_t qrdma_wc_opcode(uint8_t wr_opcode);
 
+/* Whether the transport is backed up: requesters wait (QrdmaTransportOps). */
+static inline bool qrdma_dp_xport_busy(QrdmaCore *core)
+{
+    return core->xport->busy && core->xport->busy(core);
+}
+
 /* qrdma_req.c */
 void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
                    uint64_t *bytes);

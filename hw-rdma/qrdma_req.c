@@ -341,7 +341,8 @@ void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
                    uint64_t *bytes)
 {
     while (budget && *bytes && qp->state == QRDMA_QPS_RTS &&
-           !qp->comp.rnr_wait && qp->req.idx != qp->sq_pi) {
+           !qp->comp.rnr_wait && qp->req.idx != qp->sq_pi &&
+           !qrdma_dp_xport_busy(core)) {
         QrdmaWqeCache *c = qrdma_wqe_get(core, qp, qp->req.idx);
         uint32_t idx = qp->req.idx;
 

@@ -49,6 +49,31 @@ static uint8_t qrdma_wire_middle(uint8_t opcode)
     return QRDMA_OP_TRANSPORT(opcode) | op;
 }
 
+/*
+ * Frames the netdev may hold back before the requester waits: past the
+ * first that the backend could not take at once (a socket full), the
+ * rest of a burst, at most 1 MiB, and the answers of the responder.
+ * Without this, a requester faster than the link piles frames into the
+ * net layer, which drops them past its queue's limit, and the retries
+ * that follow pile up more.
+ */
+#define QRDMA_WIRE_QUEUE_MAX 64
+
+static void qrdma_wire_sent(NetClientState *nc, ssize_t len)
+{
+    QrdmaCore *core = qemu_get_nic_opaque(nc);
+
+    assert(core->wire_queued);
+    if (--core->wire_queued < QRDMA_WIRE_QUEUE_MAX && core->dp_bh) {
+        qemu_bh_schedule(core->dp_bh);
+    }
+}
+
+static bool qrdma_wire_busy(QrdmaCore *core)
+{
+    return core->wire_queued >= QRDMA_WIRE_QUEUE_MAX;
+}
+
 static void qrdma_wire_frame(QrdmaCore *core, NetClientState *nc,
                              const QrdmaPkt *one, const QrdmaRoceLink *link)
 {
@@ -62,7 +87,10 @@ static void qrdma_wire_frame(QrdmaCore *core, NetClientState *nc,
         return;
     }
     trace_qrdma_wire_tx(one->dqpn, one->opcode, one->psn, len);
-    qemu_send_packet(nc, frame, len);
+    /* Held back (0): the net layer keeps a copy and calls back once sent. */
+    if (!qemu_send_packet_async(nc, frame, len, qrdma_wire_sent)) {
+        core->wire_queued++;
+    }
 }
 
 /* A burst leaves as npkts frames, each of the MTU but the last. */
@@ -122,6 +150,7 @@ const QrdmaTransportOps qrdma_wire_ops = {
      */
     .max_burst = 1 * MiB,
     .xmit = qrdma_wire_xmit,
+    .busy = qrdma_wire_busy,
 };
 
 /* A frame for this port's MAC, or for a group. */

@@ -28,6 +28,13 @@ typedef struct QrdmaTransportOps {
     /* The payload bytes a burst (QrdmaPkt.npkts > 1) may carry; 0: none. */
     uint32_t max_burst;
     void (*xmit)(QrdmaCore *core, QrdmaPkt *pkt);
+    /*
+     * Whether what it carries is backed up, as a NIC's TX queue fills
+     * when the link is slower than the host: the requester sends no more
+     * until it is not, and the transport schedules the work list's
+     * bottom half (core->dp_bh) when it drains.  NULL: never.
+     */
+    bool (*busy)(QrdmaCore *core);
 } QrdmaTransportOps;
 
 /* How a function takes in the packets a transport delivers to it. */
