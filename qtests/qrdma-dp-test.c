@@ -3298,6 +3298,186 @@ static void test_wire_rd_atomic_limit(void *obj, void *data,
     g_assert_true(relay_quiet(sv[0]));
 }
 
+
+/* The IPv4 header checksum and the ICRC of a frame, made right again. */
+static void wire_fix(uint8_t *f, size_t len)
+{
+    stw_be_p(f + WIRE_IP + 2, len - WIRE_IP);
+    stw_be_p(f + WIRE_UDP + 4, len - WIRE_UDP);
+    stw_be_p(f + WIRE_IP + 10, 0);
+    stw_be_p(f + WIRE_IP + 10, wire_ipsum(f + WIRE_IP));
+    wire_set_icrc(f, len);
+}
+
+/* The frame counters of e: every frame it takes lands in one of them. */
+static uint64_t wire_frames_counted(Env *e)
+{
+    return qrdma_t_qom_get(&e->t, "pkts-rcvd") +
+           qrdma_t_qom_get(&e->t, "icrc-errors") +
+           qrdma_t_qom_get(&e->t, "wire-malformed") +
+           qrdma_t_qom_get(&e->t, "eth-rx-frames") +
+           qrdma_t_qom_get(&e->t, "eth-rx-dropped");
+}
+
+/* Waits up to 2 s for e to have counted want frames since before. */
+static void wire_expect_frames(Env *e, uint64_t before, uint64_t want)
+{
+    int i;
+
+    for (i = 0; i < 200 && wire_frames_counted(e) - before != want; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(wire_frames_counted(e) - before, ==, want);
+}
+
+/* Takes every CQE there is, so that the CQ never overflows. */
+static void drain_cq(Env *e)
+{
+    struct qrdma_cqe cqe;
+
+    while (poll_cq(e, &e->cq, &cqe)) {
+        g_assert_cmpuint(cqe.status, <=, QRDMA_WC_GENERAL_ERR);
+    }
+}
+
+/*
+ * One frame made from a good one: bits flipped anywhere; or cut short;
+ * or, with its headers made consistent again and a good ICRC, so that
+ * it reaches the engines, a random opcode, PSN near the expected, or
+ * RETH / AtomicETH / AETH bytes, and a payload of another length.
+ */
+static size_t wire_mutate(GRand *r, const uint8_t *good, size_t len,
+                          uint8_t *f)
+{
+    size_t n = len;
+    int k;
+
+    memcpy(f, good, len);
+    switch (g_rand_int_range(r, 0, 4)) {
+    case 0:
+        for (k = g_rand_int_range(r, 1, 9); k > 0; k--) {
+            f[g_rand_int_range(r, 0, n)] ^= 1 << g_rand_int_range(r, 0, 8);
+        }
+        return n;
+    case 1:
+        return g_rand_int_range(r, 1, n);
+    case 2:
+        f[WIRE_BTH] = g_rand_int_range(r, 0, 256);
+        f[WIRE_BTH + 1] &= 0xf0;
+        break;
+    default:
+        for (k = g_rand_int_range(r, 1, 6); k > 0; k--) {
+            f[WIRE_BTH + 8 + g_rand_int_range(r, 0, 32)] =
+                g_rand_int_range(r, 0, 256);
+        }
+        if (g_rand_boolean(r)) {
+            n = MIN(MAX(WIRE_BTH + 16, n + g_rand_int_range(r, -64, 65)),
+                    (size_t)WIRE_FRAME_MAX);
+            memset(f + len, 0x5a, n > len ? n - len : 0);
+        }
+        break;
+    }
+    wire_fix(f, n);
+    return n;
+}
+
+/*
+ * Hostile frames at a device with live QPs (issue: wire input is
+ * hostile): frames of every kind its peer sent, mutated (QRDMA_FUZZ_SEED
+ * replays a run), go to qrdma1 while its QPs work.  Every frame is
+ * counted exactly once, as a packet, a drop for its headers or ICRC, or
+ * one for the Ethernet function; nothing crashes or trips the sanitizers;
+ * and a new pair of QPs still moves data across.
+ */
+static void test_fuzz_wire_frames(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    enum { MAX_GOOD = 64 };
+    int *sv = data;
+    static uint8_t good[MAX_GOOD][WIRE_FRAME_MAX];
+    size_t good_len[MAX_GOOD], n;
+    uint8_t f[WIRE_FRAME_MAX], ops[64];
+    unsigned ngood = 0, i, iters;
+    struct qrdma_sq_wqe w;
+    uint64_t before;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b, c, d;
+    GRand *r;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.path_mtu = e1.path_mtu = 1;
+    connect_rc(&e0, &a, &e1, &b, true);
+
+    /* the good frames: SEND, WRITE, READ, atomics, passed on as they go */
+    post_recv(&e1, &b, 0xb1, e1.data, 4096, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 700, e0.lkey);
+    post_send(&e0, &a, &w);
+    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE_WITH_IMM, e0.data, 600, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 8192);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_recv(&e1, &b, 0xb2, e1.data, 4096, e1.lkey);
+    post_send(&e0, &a, &w);
+    w = wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096, 600, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 8192);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    w = wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e0.data + 8192, 8,
+                e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 3);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    for (i = 0; i < 8 && ngood < MAX_GOOD; i++) {
+        while (ngood < MAX_GOOD &&
+               (n = wire_recv(sv[0], good[ngood])) != 0) {
+            wire_send(sv[2], good[ngood], n);
+            good_len[ngood++] = n;
+        }
+        relay(sv[2], sv[0], G_N_ELEMENTS(ops), ops);
+    }
+    g_assert_cmpuint(ngood, >=, 8);
+
+    r = qrdma_t_fuzz_rand();
+    iters = qrdma_t_fuzz_iters(3000);
+    post_recv(&e1, &b, 0xb3, e1.data, 4096, e1.lkey);
+    before = wire_frames_counted(&e1);
+    for (i = 0; i < iters; i++) {
+        unsigned g = g_rand_int_range(r, 0, ngood);
+
+        n = wire_mutate(r, good[g], good_len[g], f);
+        wire_send(sv[2], f, n);
+        /* what qrdma1 answers goes nowhere: the test drops it */
+        if (i % 64 == 63) {
+            wire_expect_frames(&e1, before, i + 1);
+            wire_drain(sv[2]);
+            drain_cq(&e1);
+        }
+    }
+    wire_expect_frames(&e1, before, iters);
+    g_test_message("%u frames: %" PRIu64 " packets, %" PRIu64 " ICRC, %"
+                   PRIu64 " malformed", iters,
+                   qrdma_t_qom_get(&e1.t, "pkts-rcvd"),
+                   qrdma_t_qom_get(&e1.t, "icrc-errors"),
+                   qrdma_t_qom_get(&e1.t, "wire-malformed"));
+
+    /* the devices still work: a new pair of QPs, data across */
+    wire_drain(sv[0]);
+    wire_drain(sv[2]);
+    drain_cq(&e0);
+    drain_cq(&e1);
+    connect_rc(&e0, &c, &e1, &d, true);
+    write_data(&e0, 4096 * 5, "still here");
+    post_recv(&e1, &d, 0xd1, e1.data + 4096 * 6, 64, e1.lkey);
+    w = wqe_sge(0xc1, QRDMA_WR_SEND, e0.data + 4096 * 5, 11, e0.lkey);
+    post_send(&e0, &c, &w);
+    relay(sv[0], sv[2], 1, ops);
+    relay(sv[2], sv[0], 1, ops);
+    expect_cqe(&e1, &e1.cq, 0xd1, d.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e0, &e0.cq, 0xc1, c.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e1, 4096 * 6, "still here");
+    g_rand_free(r);
+}
+
 /*
  * Functions reach each other only on one qrdma-fabric.  qrdma1 and qrdma2
  * link to fabric f1, qrdma0 stays on the default one: a send from qrdma2
@@ -3823,6 +4003,8 @@ static void qrdma_dp_register_tests(void)
                  test_wire_responder_resources, &wire_opts);
     qos_add_test("dp/wire-rd-atomic-limit", "qrdma",
                  test_wire_rd_atomic_limit, &relay_opts);
+    qos_add_test("fuzz/wire-frames", "qrdma", test_fuzz_wire_frames,
+                 &relay_opts);
     qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
                  NULL);
     qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
