@@ -1,0 +1,339 @@
+#!/bin/bash
+# RDMA between two VMs over RoCEv2 on a wire: the verbs examples with
+# their buffers checked, perftest (connected over TCP and over rdma_cm),
+# the rdma_cm examples and NVMe over RDMA, each with its server in VM A
+# and its client in VM B.  Each end is qrdma or rxe (the kinds), so one
+# script checks every pairing.  Run on the host by scripts/run-vm-pair,
+# which boots both guests with this script:
+#   scripts/run-vm-pair --kinds rxe-rxe wire-pair.sh
+#   scripts/run-vm-pair --kinds qrdma-rxe wire-pair.sh    # and so on
+# (qrdma kinds need scripts/build-driver, build-provider and install-guest
+# first).  qrdma.tests=NAME,NAME on the kernel command line of both
+# (run-vm-pair --append) runs only those between the setup and the final
+# checks, qrdma.tests=none none of them; qrdma.pp_iters, bw_iters and
+# lat_iters set the iterations of the pingpongs and perftests.
+# A prints the TAP of both halves of each test; both exit nonzero if a
+# test failed.  The perftest figures: $QRDMA_OUT/wire-pair.tsv and .txt of
+# A (build/vm-out/NAME/a/); command output: $QRDMA_OUT/wire-pair/ of
+# each side.
+set -uo pipefail
+
+# run-vm copies the script to /qrdma/run: the libraries are in the checkout.
+# shellcheck source=lib-qrdma.sh
+. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
+# shellcheck source=lib-pair.sh
+. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-pair.sh"
+
+LOGDIR=${QRDMA_OUT:-/tmp}/wire-pair
+# Under TCG, with two guests on two cores: few iterations (qrdma.pp_iters,
+# qrdma.bw_iters, qrdma.lat_iters on the command line for more), and a
+# bound on each program.
+PP_ITERS=100 BW_ITERS=500 LAT_ITERS=500
+RUN_TIMEOUT=60
+NQN=qrdma-wire-pair
+
+WIRE_TESTS=(
+    rc_pingpong uc_pingpong ud_pingpong srq_pingpong
+    send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat
+    send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
+    send_lat_cm write_lat_cm read_lat_cm
+    rping ucmatose udaddy nvme
+)
+
+describe() {
+    case $1 in
+        *_pingpong) echo "ibv_$1 -c (buffers checked), server on A, client on B" ;;
+        *_cm) echo "ib_${1%_cm} -R (rdma_cm), server on A, client on B" ;;
+        *_bw|*_lat) echo "ib_$1 (QPs traded over TCP), server on A, client on B" ;;
+        rping) echo "rping -V (data checked), server on A, client on B" ;;
+        ucmatose) echo "ucmatose: rdma_cm RC connections, sends both ways" ;;
+        udaddy) echo "udaddy: rdma_cm UD, sends both ways" ;;
+        nvme) echo "NVMe over RDMA: nvmet-rdma on A serving a RAM disk, nvme-rdma on B: ext4 written, reconnected, checksums compared" ;;
+    esac
+}
+
+# Each test talks on a port of its own (its number is the same on both
+# sides): no server ever meets a client of an earlier test.
+port() { echo $((18000 + N)); }
+
+# --- the verbs examples -----------------------------------------------------------
+
+# pingpong PROG ARGS...: ibv_PROG with -c, each side on its own device
+# and GID index; the server's address is A's.
+pingpong() {
+    local prog=$1 p
+    shift
+    pair_need_setup || return 1
+    p=$(port)
+    pair_server_client "$LOGDIR/$prog" "$p" "$RUN_TIMEOUT" \
+        "$prog" -d "$PAIR_DEV" -g "$PAIR_GID_INDEX" -p "$p" -c "$@" -- \
+        "$prog" -d "$PAIR_DEV" -g "$PAIR_GID_INDEX" -p "$p" -c "$@" "$PAIR_PEER_IP" || return 1
+    pair_is b || return 0
+    grep -E 'iters in' "$LOGDIR/$prog.client" | sed 's/^/INFO: /'
+}
+
+t_rc_pingpong() { pingpong ibv_rc_pingpong -n "$PP_ITERS"; }
+t_uc_pingpong() { pingpong ibv_uc_pingpong -n "$PP_ITERS"; }
+# UD messages fit the path MTU (1024 at eth0's 1500).
+t_ud_pingpong() { pingpong ibv_ud_pingpong -n "$PP_ITERS" -s 512; }
+t_srq_pingpong() { pingpong ibv_srq_pingpong -n "$PP_ITERS" -q 4; }
+
+# --- perftest ---------------------------------------------------------------------
+
+# perftest_column FILE NAME: "VALUE UNIT" of the column whose name starts
+# with NAME (e.g. "BW average") in the last result row of perftest's
+# output FILE.  Columns are found by name in the header row, whose names
+# may hold a space; a name ends at a word that starts with '#' or ends in
+# ']' (as bench-perftest.sh reads them).
+perftest_column() {
+    awk -v want="$2" '
+        /#bytes/ {
+            idx = 0; n = 0; name = ""; unit = "?"
+            for (i = 1; i <= NF; i++) {
+                name = name == "" ? $i : name " " $i
+                if ($i ~ /^#/ || $i ~ /\]$/) {
+                    n++
+                    if (!idx && index(name, want "[") == 1) {
+                        idx = n
+                        unit = name
+                        sub(/^[^[]*\[/, "", unit)
+                        sub(/\]$/, "", unit)
+                    }
+                    name = ""
+                }
+            }
+            next
+        }
+        idx && $1 ~ /^[0-9]+$/ && $idx ~ /^[0-9]+(\.[0-9]+)?$/ { v = $idx; size = $1 }
+        END { if (v == "") exit 1; print v, unit, size }' "$1"
+}
+
+# perftest_figures OUT: the client's figures, for the results file:
+# bandwidth and message rate of a _bw test, typical and average latency
+# of a _lat one.
+perftest_figures() {
+    local out=$1 col v unit size cols=()
+    case $PAIR_TEST in
+        *_bw|*_bw_cm) cols=("BW average" "MsgRate") ;;
+        *) cols=("t_typical" "t_avg") ;;
+    esac
+    for col in "${cols[@]}"; do
+        read -r v unit size < <(perftest_column "$out" "$col") || {
+            echo "no $col in the result row"
+            return 1
+        }
+        pair_result "$col ($size B)" "$v $unit"
+        echo "INFO: $col $v $unit ($size B)"
+    done
+}
+
+# perftest PROG ARGS...: ib_PROG, the QPs traded over TCP and addressed by
+# each side's RoCE v2 GID index.
+perftest() {
+    local prog=$1 p
+    shift
+    pair_need_setup || return 1
+    p=$(port)
+    pair_server_client "$LOGDIR/$prog" "$p" "$RUN_TIMEOUT" \
+        "$prog" -d "$PAIR_DEV" -x "$PAIR_GID_INDEX" -F -p "$p" "$@" -- \
+        "$prog" -d "$PAIR_DEV" -x "$PAIR_GID_INDEX" -F -p "$p" "$@" "$PAIR_PEER_IP" || return 1
+    pair_is b || return 0
+    perftest_figures "$LOGDIR/$prog.client"
+}
+
+# perftest_cm PROG ARGS...: the same connected by rdma_cm, which picks the
+# GID from the address.
+perftest_cm() {
+    local prog=$1 p
+    shift
+    pair_need_setup || return 1
+    p=$(port)
+    pair_server_client "$LOGDIR/$prog-cm" "cm:$p" "$RUN_TIMEOUT" \
+        "$prog" -R -d "$PAIR_DEV" -F -p "$p" "$@" -- \
+        "$prog" -R -d "$PAIR_DEV" -F -p "$p" "$@" "$PAIR_PEER_IP" || return 1
+    pair_is b || return 0
+    perftest_figures "$LOGDIR/$prog-cm.client"
+}
+
+t_send_bw() { perftest ib_send_bw -n "$BW_ITERS"; }
+t_write_bw() { perftest ib_write_bw -n "$BW_ITERS"; }
+t_read_bw() { perftest ib_read_bw -n "$BW_ITERS"; }
+t_atomic_bw() { perftest ib_atomic_bw -n "$BW_ITERS"; }
+t_send_lat() { perftest ib_send_lat -n "$LAT_ITERS"; }
+t_write_lat() { perftest ib_write_lat -n "$LAT_ITERS"; }
+t_read_lat() { perftest ib_read_lat -n "$LAT_ITERS"; }
+t_send_bw_cm() { perftest_cm ib_send_bw -n "$BW_ITERS"; }
+t_write_bw_cm() { perftest_cm ib_write_bw -n "$BW_ITERS"; }
+t_read_bw_cm() { perftest_cm ib_read_bw -n "$BW_ITERS"; }
+t_atomic_bw_cm() { perftest_cm ib_atomic_bw -n "$BW_ITERS"; }
+t_send_lat_cm() { perftest_cm ib_send_lat -n "$LAT_ITERS"; }
+t_write_lat_cm() { perftest_cm ib_write_lat -n "$LAT_ITERS"; }
+t_read_lat_cm() { perftest_cm ib_read_lat -n "$LAT_ITERS"; }
+
+# --- the rdma_cm examples ---------------------------------------------------------
+
+t_rping() {
+    local p count=20
+    pair_need_setup || return 1
+    p=$(port)
+    pair_server_client "$LOGDIR/rping" "cm:$p" "$RUN_TIMEOUT" \
+        rping -s -a "$PAIR_IP" -p "$p" -C "$count" -v -V -- \
+        rping -c -a "$PAIR_PEER_IP" -p "$p" -C "$count" -v -V || return 1
+    pair_is b || return 0
+    [ "$(grep -c 'ping data' "$LOGDIR/rping.client")" -eq "$count" ] || {
+        echo "the client did not print $count pings"
+        return 1
+    }
+}
+
+t_ucmatose() {
+    local p
+    pair_need_setup || return 1
+    p=$(port)
+    pair_server_client "$LOGDIR/ucmatose" "cm:$p" "$RUN_TIMEOUT" \
+        ucmatose -p "$p" -c 2 -C 20 -S 1000 -- \
+        ucmatose -s "$PAIR_PEER_IP" -p "$p" -c 2 -C 20 -S 1000
+}
+
+# udaddy has no port option: it is always 7174 (of the UDP port space).
+t_udaddy() {
+    pair_need_setup || return 1
+    pair_server_client "$LOGDIR/udaddy" cm:7174 "$RUN_TIMEOUT" \
+        udaddy -c 2 -C 20 -S 512 -- \
+        udaddy -s "$PAIR_PEER_IP" -c 2 -C 20 -S 512
+}
+
+# --- NVMe over RDMA ---------------------------------------------------------------
+
+NVMET=/sys/kernel/config/nvmet
+NVME_DISK=/dev/ram0
+NVME_PORT=4420
+
+# A's half: nvmet-rdma on the wire address serving a 256 MiB brd RAM disk
+# (null_blk keeps no data), until B says it is done.
+nvme_target() {
+    local rc=0 word
+    if ! modprobe brd rd_nr=1 rd_size=262144 || ! modprobe nvmet-rdma; then
+        pair_signal nvme.ready fail
+        return 1
+    fi
+    mkdir -p "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/ports/1" &&
+        echo 1 >"$NVMET/subsystems/$NQN/attr_allow_any_host" &&
+        echo -n "$NVME_DISK" >"$NVMET/subsystems/$NQN/namespaces/1/device_path" &&
+        echo 1 >"$NVMET/subsystems/$NQN/namespaces/1/enable" &&
+        echo rdma >"$NVMET/ports/1/addr_trtype" &&
+        echo ipv4 >"$NVMET/ports/1/addr_adrfam" &&
+        echo "$PAIR_IP" >"$NVMET/ports/1/addr_traddr" &&
+        echo "$NVME_PORT" >"$NVMET/ports/1/addr_trsvcid" &&
+        ln -s "$NVMET/subsystems/$NQN" "$NVMET/ports/1/subsystems/$NQN" &&
+        wait_listen_rdma "$NVME_PORT" || rc=1
+    if [ "$rc" = 0 ]; then
+        pair_signal nvme.ready ok
+        echo "INFO: $NQN on $PAIR_IP:$NVME_PORT, namespace $NVME_DISK (brd, 256 MiB)"
+        word=$(pair_wait nvme.done 600) || rc=1
+        echo "B's host side: exit ${word:-unknown}"
+    else
+        pair_signal nvme.ready fail
+    fi
+    rm -f "$NVMET/ports/1/subsystems/$NQN"
+    rmdir "$NVMET/ports/1"
+    echo 0 >"$NVMET/subsystems/$NQN/namespaces/1/enable"
+    rmdir "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/subsystems/$NQN"
+    modprobe -r nvmet-rdma brd || rc=1
+    return "$rc"
+}
+
+# The namespace's head node once connected (not the hidden per-path one).
+nvme_namespace() {
+    local n
+    for n in /sys/block/nvme*n1; do
+        [ -e "$n" ] || continue
+        [[ ${n##*/} =~ c[0-9]+n1$ ]] && continue
+        echo "/dev/${n##*/}"
+        return 0
+    done
+    return 1
+}
+
+# nvme_connect: connected to A's target; prints the namespace.
+nvme_connect() {
+    timeout 120 nvme connect -t rdma -a "$PAIR_PEER_IP" -s "$NVME_PORT" -n "$NQN" -i 2 >&2 ||
+        return 1
+    wait_for 20 nvme_namespace || { echo "no namespace" >&2; return 1; }
+    wait_for 5 sh -c "test -b $(nvme_namespace)" || return 1
+    nvme_namespace
+}
+
+nvme_disconnect() {
+    timeout 60 nvme disconnect -n "$NQN"
+}
+
+# B's half: ext4 on the namespace, files of random bytes with their
+# checksums, unmounted and disconnected; connected again (nothing of the
+# disk in the page cache), mounted, the checksums compared.
+nvme_host() {
+    local ns mnt=/mnt/nvme src=/tmp/nvme-src s e i
+    modprobe nvme-rdma || return 1
+    [ "$(pair_wait nvme.ready 120)" = ok ] || { echo "A's target did not come up"; return 1; }
+    mkdir -p "$src/small" "$mnt"
+    head -c 32M /dev/urandom >"$src/big" || return 1
+    for i in $(seq 32); do
+        head -c $((RANDOM % 65536 + 1)) /dev/urandom >"$src/small/f$i" || return 1
+    done
+    (cd "$src" && find . -type f -exec sha256sum {} + >/tmp/nvme.sha256) || return 1
+    ns=$(nvme_connect) || return 1
+    nvme list-subsys
+    echo "INFO: $NQN over $PAIR_PEER_IP: $ns"
+    if ! mkfs.ext4 -q -F "$ns" || ! mount "$ns" "$mnt"; then
+        nvme_disconnect
+        return 1
+    fi
+    s=$(date +%s.%N)
+    if ! cp -r "$src/." "$mnt/" || ! sync; then
+        umount "$mnt"
+        nvme_disconnect
+        return 1
+    fi
+    e=$(date +%s.%N)
+    pair_result "write 32 MiB + 32 files" "$(awk -v s="$s" -v e="$e" 'BEGIN {printf "%.1f", 32 / (e - s)}') MiB/s"
+    umount "$mnt" && nvme_disconnect || return 1
+    wait_for 20 sh -c '! ls /sys/block | grep -q ^nvme' || { echo "the namespace stayed"; return 1; }
+    ns=$(nvme_connect) || return 1
+    if ! e2fsck -fn "$ns" || ! mount "$ns" "$mnt"; then
+        nvme_disconnect
+        return 1
+    fi
+    (cd "$mnt" && sha256sum -c --quiet /tmp/nvme.sha256) || { umount "$mnt"; nvme_disconnect; return 1; }
+    umount "$mnt" && nvme_disconnect || return 1
+    echo "INFO: $(wc -l </tmp/nvme.sha256) files equal after a reconnect"
+}
+
+t_nvme() {
+    local rc=0
+    pair_need_setup || return 1
+    if pair_is a; then
+        nvme_target
+    else
+        nvme_host || rc=$?
+        pair_signal nvme.done "$rc"
+        return "$rc"
+    fi
+}
+
+# --- the run ----------------------------------------------------------------------
+
+pair_init || { echo "Bail out! not a pair's guest"; exit 1; }
+PP_ITERS=$(pair_arg pp_iters "$PP_ITERS")
+BW_ITERS=$(pair_arg bw_iters "$BW_ITERS")
+LAT_ITERS=$(pair_arg lat_iters "$LAT_ITERS")
+wanted=$(pair_arg tests)
+case $wanted in
+    '') ;;
+    none) WIRE_TESTS=() ;;
+    *) IFS=, read -r -a WIRE_TESTS <<<"$wanted" ;;
+esac
+TESTS=(setup ping "${WIRE_TESTS[@]}")
+# The counters move only if some RDMA test ran.
+[ ${#WIRE_TESTS[@]} -eq 0 ] || TESTS+=(wire_counters)
+TESTS+=(device_down pair_dmesg_clean)
+pair_run_tests
