@@ -33,7 +33,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
 
 #define QRDMA_GSI_QPN                   1
 #define QRDMA_GID_TABLE_LEN             16
-#define QRDMA_MAX_RD_ATOMIC             16
+#define QRDMA_MAX_RD_ATOMIC             128
 #define QRDMA_MAX_MCAST_QP_LIMIT        64
 
 typedef struct QrdmaUctx {
@@ -122,7 +122,13 @@ typedef struct QrdmaSrq {
  */
 typedef struct QrdmaReq {
     uint32_t idx;                       /* SQ index of the WQE it sends */
+    /*
+     * One past the last WQE sent whole, which a retry does not move
+     * back: answers to what went before the retry still complete WQEs.
+     */
+    uint32_t idx_hi;
     uint32_t psn;                       /* of the next packet */
+    uint32_t psn_hi;                    /* the next PSN never sent yet */
     uint32_t sent;                      /* bytes of that message sent */
     bool started;                       /* its WQE was checked and counted */
     bool waiting;                       /* for the WQEs before it */
@@ -134,6 +140,7 @@ typedef struct QrdmaReq {
 /* The completer: the oldest WQE not complete, sq_ci, and its answers. */
 typedef struct QrdmaComp {
     uint32_t psn;                       /* first PSN of WQE sq_ci */
+    uint32_t acked;                     /* the first PSN not acknowledged */
     uint32_t read_done;                 /* READ response bytes placed */
     uint8_t rnr_left;                   /* RNR retries left for the WQE */
     uint8_t retry_left;                 /* transport retries left for it */

@@ -50,8 +50,18 @@ static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, const QrdmaSent *c,
 
     qp->sq_ci++;
     qp->comp.psn = (qp->comp.psn + psns) & QRDMA_PSN_MASK;
+    if (qrdma_psn_diff(qp->comp.psn, qp->comp.acked) > 0) {
+        qp->comp.acked = qp->comp.psn;
+    }
     qp->comp.read_done = 0;
     qrdma_comp_reset(qp);
+    if ((int32_t)(qp->req.idx - qp->sq_ci) < 0) {
+        /* Answered while a retry was sending it again: on from the next. */
+        qp->req.idx = qp->sq_ci;
+        qp->req.psn = qp->comp.psn;
+        qp->req.sent = 0;
+        qp->req.started = false;
+    }
     if (signaled || status) {
         struct qrdma_cqe cqe = {
             .wr_id = c->wr_id,
@@ -107,7 +117,7 @@ bool qrdma_comp_take_unacked(QrdmaCore *core, QrdmaQp *qp,
 
 static bool qrdma_comp_outstanding(const QrdmaQp *qp)
 {
-    return qp->sq_ci != qp->req.idx || qp->req.sent;
+    return qp->sq_ci != qp->req.idx_hi || qp->req.sent;
 }
 
 void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp)
@@ -139,9 +149,24 @@ static void qrdma_comp_progress(QrdmaCore *core, QrdmaQp *qp)
  */
 static bool qrdma_comp_ack_upto(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
 {
+    uint32_t next = (psn + 1) & QRDMA_PSN_MASK;
     bool moved = false;
 
-    while (qp->sq_ci != qp->req.idx) {
+    /*
+     * Acknowledged as far as psn, if that was sent: the window moves,
+     * even in the middle of a long message, and that is progress.
+     */
+    if (qrdma_psn_diff(next, qp->comp.acked) > 0 &&
+        qrdma_psn_diff(next, qp->req.psn_hi) <= 0) {
+        qp->comp.acked = next;
+        qrdma_comp_progress(core, qp);
+        if (qp->req.waiting) {
+            qp->req.waiting = false;
+            qrdma_dp_kick(core, qp);
+        }
+    }
+
+    while (qp->sq_ci != qp->req.idx_hi) {
         QrdmaSent *c = qrdma_comp_oldest(qp);
 
         if (qrdma_psn_diff(psn, qp->comp.psn + c->psns - 1) < 0 ||
@@ -206,7 +231,7 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
     }
     /* A NAK acknowledges everything before the PSN it names. */
     if (!qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK) ||
-        qp->sq_ci == qp->req.idx || pkt->psn != qp->comp.psn) {
+        qp->sq_ci == qp->req.idx_hi || pkt->psn != qp->comp.psn) {
         return;
     }
     if (type == QRDMA_AETH_RNR_NAK) {
@@ -256,8 +281,9 @@ static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
     qp->comp.read_done += pkt->paylen;
     if (flags & QRDMA_OPF_LAST) {
         qrdma_comp_done(core, qp, sent, QRDMA_WC_SUCCESS, sent->psns);
-        qrdma_comp_progress(core, qp);
     }
+    /* Each response in order is progress: a long READ is not a lost one. */
+    qrdma_comp_progress(core, qp);
 }
 
 static void qrdma_comp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
@@ -377,9 +403,12 @@ void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp)
     }
     qp->wqe.valid = false;
     qp->req.idx = qp->sq_ci;
+    qp->req.idx_hi = qp->sq_ci;
     qp->req.counted = qp->sq_ci;
     qp->req.sent = 0;
     qp->req.started = false;
     qp->comp.psn = qp->req.psn;
+    qp->comp.acked = qp->req.psn;
+    qp->req.psn_hi = qp->req.psn;
     qp->comp.read_done = 0;
 }

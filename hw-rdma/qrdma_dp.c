@@ -705,7 +705,9 @@ void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
     case QRDMA_QPS_RTS:
         if (from == QRDMA_QPS_RTR || from == QRDMA_QPS_INIT) {
             qp->req.psn = le32_to_cpu(qp->attr.sq_psn) & QRDMA_PSN_MASK;
+            qp->req.psn_hi = qp->req.psn;
             qp->comp.psn = qp->req.psn;
+            qp->comp.acked = qp->req.psn;
         }
         qrdma_comp_reset(qp);
         if (qp->sq_pi != qp->sq_ci) {

@@ -192,6 +192,15 @@ static uint32_t qrdma_req_read_psns(uint64_t len, uint32_t mtu)
 }
 
 /* A memory work request, or a WQE refused: done here, once it is oldest. */
+/* On to the next WQE, the one sent whole counted as sent. */
+static void qrdma_req_next(QrdmaQp *qp)
+{
+    qp->req.idx++;
+    if ((int32_t)(qp->req.idx - qp->req.idx_hi) > 0) {
+        qp->req.idx_hi = qp->req.idx;
+    }
+}
+
 static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
 {
     uint8_t status = c->status;
@@ -214,11 +223,38 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
     if (!status) {
         status = qrdma_mr_wr(core, qp->pd, qp->uctx, qp->qpn, &c->wqe);
     }
-    qp->req.idx++;
+    qrdma_req_next(qp);
     qp->req.sent = 0;
     qp->req.started = false;
     qrdma_comp_local(core, qp, status);
     return true;
+}
+
+/*
+ * RC keeps at most QRDMA_REQ_WINDOW packets unacknowledged, as rxe keeps
+ * its packets in flight: a responder much slower than the requester (a
+ * software RoCE in a VM) would otherwise get more than it answers within
+ * the ACK timeout, and every retry would send it all again.  It also
+ * bounds what a retry sends again.  Answers on the loopback come back
+ * at once, so there the window stays open.
+ */
+#define QRDMA_REQ_WINDOW 128
+
+static bool qrdma_req_window_full(const QrdmaQp *qp)
+{
+    return qp->type == QRDMA_QPT_RC &&
+           qrdma_psn_diff(qp->req.psn, qp->comp.acked) >= QRDMA_REQ_WINDOW;
+}
+
+/* The payload bytes the window has room for now. */
+static uint64_t qrdma_req_window_room(const QrdmaQp *qp, uint32_t mtu)
+{
+    int32_t used = qrdma_psn_diff(qp->req.psn, qp->comp.acked);
+
+    if (qp->type != QRDMA_QPT_RC) {
+        return UINT64_MAX;
+    }
+    return (uint64_t)MAX(QRDMA_REQ_WINDOW - MAX(used, 0), 1) * mtu;
 }
 
 /*
@@ -253,7 +289,9 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
             psns = qrdma_req_read_psns(c->len, mtu);
         } else if (!qrdma_wqe_is_read_or_atomic(wqe->opcode) &&
                    wqe->opcode != QRDMA_WR_FLUSH) {
-            paylen = qrdma_req_burst(core, left, mtu, *bytes);
+            paylen = qrdma_req_burst(core, left, mtu,
+                                     MIN(*bytes,
+                                         qrdma_req_window_room(qp, mtu)));
             last = paylen == left;
             pkt.npkts = paylen ? DIV_ROUND_UP(paylen, mtu) : 1;
             psns = pkt.npkts;
@@ -289,10 +327,13 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
      * its answer comes back before qrdma_dp_xmit returns.
      */
     qp->req.psn = (qp->req.psn + psns) & QRDMA_PSN_MASK;
+    if (qrdma_psn_diff(qp->req.psn, qp->req.psn_hi) > 0) {
+        qp->req.psn_hi = qp->req.psn;
+    }
     qp->req.sent += paylen;
     *bytes -= MIN(*bytes, paylen);
     if (last) {
-        qp->req.idx++;
+        qrdma_req_next(qp);
         qp->req.sent = 0;
         qp->req.started = false;
         if (qp->type != QRDMA_QPT_RC) {
@@ -316,7 +357,7 @@ static bool qrdma_req_rd_atomic_full(const QrdmaQp *qp)
     uint32_t limit = MAX(qp->attr.max_rd_atomic, 1);
     uint32_t i, n = 0;
 
-    for (i = qp->sq_ci; i != qp->req.idx; i++) {
+    for (i = qp->sq_ci; i != qp->req.idx_hi; i++) {
         if (qrdma_wqe_is_read_or_atomic(qp->sent[i % QRDMA_SENT_MAX].opcode) &&
             ++n >= limit) {
             return true;
@@ -365,6 +406,10 @@ void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
         } else if (!qp->req.sent &&
                    qp->req.idx - qp->sq_ci >= QRDMA_SENT_MAX) {
             /* As many in flight as the completer keeps: it calls again. */
+            qp->req.waiting = true;
+            break;
+        } else if (qrdma_req_window_full(qp)) {
+            /* The completer calls again as ACKs come. */
             qp->req.waiting = true;
             break;
         } else if (!qp->req.sent &&

@@ -302,7 +302,7 @@ static void test_s40_bad_values(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_BAD_PARAM);
     a = attrs(rtr, QRDMA_QPS_RTR);
-    a.max_dest_rd_atomic = 17;
+    a.max_dest_rd_atomic = 129;
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_BAD_PARAM);
     a = attrs(rtr, QRDMA_QPS_RTR);
