@@ -76,37 +76,15 @@ info() { echo "INFO: $*"; }
 
 # result FILE SIZE METRIC: "VALUE UNIT" from the result row for SIZE in
 # perftest's output FILE; METRIC bw gives the "BW average" column, lat the
-# "t_typical" one, and UNIT is what the column's name has in brackets
-# (perftest 23.04 says MiB/sec where older ones said MB/sec).  The columns
-# are found by name in the header row, whose names may hold a space
-# ("BW average[MiB/sec]"): a name ends at a word that starts with '#' or
-# ends in ']'.
+# "t_typical" one (perftest_column of lib-qrdma.sh).
 result() {
-    local pattern
+    local col v unit
     case $3 in
-        bw) pattern='^BW average\[' ;;
-        lat) pattern='^t_typical\[' ;;
+        bw) col="BW average" ;;
+        lat) col=t_typical ;;
     esac
-    awk -v size="$2" -v pattern="$pattern" '
-        /#bytes/ {
-            idx = 0; n = 0; name = ""; unit = "?"
-            for (i = 1; i <= NF; i++) {
-                name = name == "" ? $i : name " " $i
-                if ($i ~ /^#/ || $i ~ /\]$/) {
-                    n++
-                    if (!idx && name ~ pattern) {
-                        idx = n
-                        unit = name
-                        sub(/^[^[]*\[/, "", unit)
-                        sub(/\]$/, "", unit)
-                    }
-                    name = ""
-                }
-            }
-            next
-        }
-        idx && $1 == size && $idx ~ /^[0-9]+(\.[0-9]+)?$/ { v = $idx; u = unit }
-        END { if (v == "") exit 1; print v, u }' "$1"
+    read -r v unit _ < <(perftest_column "$1" "$col" "$2") || return 1
+    echo "$v $unit"
 }
 
 # measure PORT TRY DEV GID_INDEX TEST SIZE METRIC ITERS: one run of TEST

@@ -283,19 +283,6 @@ nvme_target_down() {
     NVME_UP=0
 }
 
-# The namespace's block device once connected (the multipath head node,
-# not the hidden per-path one).
-nvme_namespace() {
-    local n
-    for n in /sys/block/nvme*n1; do
-        [ -e "$n" ] || continue
-        [[ ${n##*/} =~ c[0-9]+n1$ ]] && continue
-        echo "/dev/${n##*/}"
-        return 0
-    done
-    return 1
-}
-
 # fio_figures JSON: "W write IOPS, W MiB/s; R verify-read IOPS, R MiB/s" of
 # fio's JSON output.
 fio_figures() {

@@ -439,3 +439,49 @@ run_tests() {
 qrdma_counter() {
     cat "$QRDMA_SYS/ports/1/hw_counters/$1"
 }
+
+# --- output of the clients ---------------------------------------------------------
+
+# perftest_column FILE NAME [SIZE]: "VALUE UNIT SIZE" of the column whose
+# name starts with NAME (e.g. "BW average", "t_typical") in perftest's
+# output FILE: in the result row of message size SIZE, or the last one.
+# Columns are found by name in the header row, whose names may hold a
+# space ("BW average[MiB/sec]"; perftest 23.04 says MiB/sec where older
+# ones said MB/sec): a name ends at a word that starts with '#' or ends in
+# ']'.
+perftest_column() {
+    awk -v want="$2" -v size="${3:-}" '
+        /#bytes/ {
+            idx = 0; n = 0; name = ""; unit = "?"
+            for (i = 1; i <= NF; i++) {
+                name = name == "" ? $i : name " " $i
+                if ($i ~ /^#/ || $i ~ /\]$/) {
+                    n++
+                    if (!idx && index(name, want "[") == 1) {
+                        idx = n
+                        unit = name
+                        sub(/^[^[]*\[/, "", unit)
+                        sub(/\]$/, "", unit)
+                    }
+                    name = ""
+                }
+            }
+            next
+        }
+        idx && $1 ~ /^[0-9]+$/ && (size == "" || $1 == size) &&
+            $idx ~ /^[0-9]+(\.[0-9]+)?$/ { v = $idx; u = unit; s = $1 }
+        END { if (v == "") exit 1; print v, u, s }' "$1"
+}
+
+# nvme_namespace: the block device of the NVMe namespace once connected
+# (the multipath head node, not the hidden per-path one).
+nvme_namespace() {
+    local n
+    for n in /sys/block/nvme*n1; do
+        [ -e "$n" ] || continue
+        [[ ${n##*/} =~ c[0-9]+n1$ ]] && continue
+        echo "/dev/${n##*/}"
+        return 0
+    done
+    return 1
+}

@@ -80,34 +80,6 @@ t_srq_pingpong() { pingpong ibv_srq_pingpong -n "$PP_ITERS" -q 4; }
 
 # --- perftest ---------------------------------------------------------------------
 
-# perftest_column FILE NAME: "VALUE UNIT" of the column whose name starts
-# with NAME (e.g. "BW average") in the last result row of perftest's
-# output FILE.  Columns are found by name in the header row, whose names
-# may hold a space; a name ends at a word that starts with '#' or ends in
-# ']' (as bench-perftest.sh reads them).
-perftest_column() {
-    awk -v want="$2" '
-        /#bytes/ {
-            idx = 0; n = 0; name = ""; unit = "?"
-            for (i = 1; i <= NF; i++) {
-                name = name == "" ? $i : name " " $i
-                if ($i ~ /^#/ || $i ~ /\]$/) {
-                    n++
-                    if (!idx && index(name, want "[") == 1) {
-                        idx = n
-                        unit = name
-                        sub(/^[^[]*\[/, "", unit)
-                        sub(/\]$/, "", unit)
-                    }
-                    name = ""
-                }
-            }
-            next
-        }
-        idx && $1 ~ /^[0-9]+$/ && $idx ~ /^[0-9]+(\.[0-9]+)?$/ { v = $idx; size = $1 }
-        END { if (v == "") exit 1; print v, unit, size }' "$1"
-}
-
 # perftest_figures OUT: the client's figures, for the results file:
 # bandwidth and message rate of a _bw test, typical and average latency
 # of a _lat one.
@@ -241,18 +213,6 @@ nvme_target() {
     rmdir "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/subsystems/$NQN"
     modprobe -r nvmet-rdma brd || rc=1
     return "$rc"
-}
-
-# The namespace's head node once connected (not the hidden per-path one).
-nvme_namespace() {
-    local n
-    for n in /sys/block/nvme*n1; do
-        [ -e "$n" ] || continue
-        [[ ${n##*/} =~ c[0-9]+n1$ ]] && continue
-        echo "/dev/${n##*/}"
-        return 0
-    done
-    return 1
 }
 
 # nvme_connect: connected to A's target; prints the namespace.
