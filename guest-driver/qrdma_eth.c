@@ -430,11 +430,24 @@ static int qrdma_eth_stop(struct net_device *netdev)
 
 static int qrdma_eth_change_mtu(struct net_device *netdev, int new_mtu)
 {
-	/* The RX buffers are sized for the MTU when the netdev opens. */
-	if (netif_running(netdev))
-		return -EBUSY;
+	unsigned int old_mtu = netdev->mtu;
+	int err;
+
 	WRITE_ONCE(netdev->mtu, new_mtu);
-	return 0;
+	if (!netif_running(netdev))
+		return 0;
+	/* The RX buffers are sized for the MTU: the rings start over. */
+	qrdma_eth_stop(netdev);
+	err = qrdma_eth_open(netdev);
+	if (err) {
+		netdev_err(netdev, "MTU %d: rings not restarted (%d)\n",
+			   new_mtu, err);
+		WRITE_ONCE(netdev->mtu, old_mtu);
+		if (qrdma_eth_open(netdev))
+			netdev_err(netdev, "rings not restarted at MTU %u\n",
+				   old_mtu);
+	}
+	return err;
 }
 
 static void qrdma_eth_get_stats64(struct net_device *netdev,

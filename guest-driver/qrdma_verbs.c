@@ -333,7 +333,8 @@ int qrdma_query_port(struct ib_device *ibdev, u32 port,
 			props->state = IB_PORT_ACTIVE;
 	}
 	props->max_mtu = qrdma_ib_mtu(info.max_mtu);
-	props->active_mtu = min(qrdma_ib_mtu(info.active_mtu),
+	/* As for any RoCE port: what a frame of the netdev's MTU carries. */
+	props->active_mtu = min(qrdma_ib_mtu(info.max_mtu),
 				iboe_get_mtu(READ_ONCE(netdev->mtu)));
 	props->gid_tbl_len = info.gid_tbl_len;
 	props->ip_gids = true;

@@ -232,7 +232,7 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
 
 /*
  * RC keeps at most QRDMA_REQ_WINDOW packets unacknowledged, as rxe keeps
- * its packets in flight: a responder much slower than the requester (a
+ * its PSNs: a responder much slower than the requester (a
  * software RoCE in a VM) would otherwise get more than it answers within
  * the ACK timeout, and every retry would send it all again.  It also
  * bounds what a retry sends again.  Answers on the loopback come back

@@ -33,7 +33,8 @@ RUN_TIMEOUT=60
 NQN=qrdma-wire-pair
 
 WIRE_TESTS=(
-    rc_pingpong uc_pingpong ud_pingpong srq_pingpong
+    rc_pingpong uc_pingpong ud_pingpong srq_pingpong rc_pingpong_ipv6
+    rc_pingpong_mtu4096
     send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat
     send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
     send_lat_cm write_lat_cm read_lat_cm
@@ -43,6 +44,8 @@ WIRE_TESTS=(
 describe() {
     case $1 in
         *_pingpong) echo "ibv_$1 -c (buffers checked), server on A, client on B" ;;
+        rc_pingpong_ipv6) echo "ibv_rc_pingpong -c on each side's IPv6 link-local RoCE v2 GID: RoCEv2 over IPv6" ;;
+        rc_pingpong_mtu4096) echo "ibv_rc_pingpong -c -m 4096 with both netdevs at MTU 9000: the port's active MTU follows (qrdma-qrdma only)" ;;
         *_cm) echo "ib_${1%_cm} -R (rdma_cm), server on A, client on B" ;;
         *_bw|*_lat) echo "ib_$1 (QPs traded over TCP), server on A, client on B" ;;
         rping) echo "rping -V (data checked), server on A, client on B" ;;
@@ -59,17 +62,17 @@ port() { echo $((18000 + N)); }
 # --- the verbs examples -----------------------------------------------------------
 
 # pingpong PROG ARGS...: ibv_PROG with -c, each side on its own device
-# and GID index; the server's address is A's.
+# and GID index (GID, else PAIR_GID_INDEX); the server's address is A's.
 pingpong() {
-    local prog=$1 p
+    local prog=$1 p gid=${GID:-$PAIR_GID_INDEX}
     shift
     pair_need_setup || return 1
     p=$(port)
-    pair_server_client "$LOGDIR/$prog" "$p" "$RUN_TIMEOUT" \
-        "$prog" -d "$PAIR_DEV" -g "$PAIR_GID_INDEX" -p "$p" -c "$@" -- \
-        "$prog" -d "$PAIR_DEV" -g "$PAIR_GID_INDEX" -p "$p" -c "$@" "$PAIR_PEER_IP" || return 1
+    pair_server_client "$LOGDIR/$PAIR_TEST" "$p" "$RUN_TIMEOUT" \
+        "$prog" -d "$PAIR_DEV" -g "$gid" -p "$p" -c "$@" -- \
+        "$prog" -d "$PAIR_DEV" -g "$gid" -p "$p" -c "$@" "$PAIR_PEER_IP" || return 1
     pair_is b || return 0
-    grep -E 'iters in' "$LOGDIR/$prog.client" | sed 's/^/INFO: /'
+    grep -E 'iters in' "$LOGDIR/$PAIR_TEST.client" | sed 's/^/INFO: /'
 }
 
 t_rc_pingpong() { pingpong ibv_rc_pingpong -n "$PP_ITERS"; }
@@ -77,6 +80,45 @@ t_uc_pingpong() { pingpong ibv_uc_pingpong -n "$PP_ITERS"; }
 # UD messages fit the path MTU (1024 at eth0's 1500).
 t_ud_pingpong() { pingpong ibv_ud_pingpong -n "$PP_ITERS" -s 512; }
 t_srq_pingpong() { pingpong ibv_srq_pingpong -n "$PP_ITERS" -q 4; }
+
+# The index of this side's RoCE v2 GID of its IPv6 link-local address:
+# the frames are IPv6, the UDP checksum set, the ICRC over IPv6's fields.
+ipv6_gid_index() {
+    local ports=/sys/class/infiniband/$PAIR_DEV/ports/1 f i
+    for f in "$ports"/gids/*; do
+        i=${f##*/}
+        [ "$(cat "$ports/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] &&
+            [[ $(cat "$f") == fe80:* ]] && { echo "$i"; return 0; }
+    done
+    echo "no IPv6 link-local RoCE v2 GID on $PAIR_DEV" >&2
+    return 1
+}
+
+t_rc_pingpong_ipv6() {
+    local GID
+    GID=$(ipv6_gid_index) || return 1
+    echo "INFO: $PAIR_ROLE: GID index $GID, $(cat "/sys/class/infiniband/$PAIR_DEV/ports/1/gids/$GID")"
+    pingpong ibv_rc_pingpong -n "$PP_ITERS" -s 8192
+}
+
+# Jumbo frames: with its netdev at MTU 9000 the port's active MTU is 4096,
+# and 64 KiB messages go as 16 packets of it.  Only between two qrdma
+# ends: the virtio-net of an rxe end stays at 1500 here.
+t_rc_pingpong_mtu4096() {
+    local rc=0 mtu
+    [ "$PAIR_KIND-$PAIR_PEER_KIND" = qrdma-qrdma ] || { echo "qrdma at both ends only"; return 77; }
+    pair_need_setup || return 1
+    ip link set "$PAIR_NETDEV" mtu 9000 || return 1
+    mtu=$(ibv_devinfo -d "$PAIR_DEV" | awk '/active_mtu/ {print $2; exit}')
+    echo "INFO: $PAIR_ROLE: $PAIR_NETDEV mtu 9000, active_mtu $mtu"
+    if [ "$mtu" = 4096 ]; then
+        pingpong ibv_rc_pingpong -n "$PP_ITERS" -m 4096 -s 65536 || rc=1
+    else
+        rc=1
+    fi
+    ip link set "$PAIR_NETDEV" mtu 1500 || rc=1
+    return "$rc"
+}
 
 # --- perftest ---------------------------------------------------------------------
 
