@@ -132,9 +132,14 @@ void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp)
               (4096ll << qp->attr.timeout));
 }
 
-/* Progress: the ACK timer starts over for what is still outstanding. */
+/*
+ * Progress: the ACK timer starts over for what is still outstanding, and
+ * the retries with it: retry_cnt bounds the timeouts in a row without an
+ * answer, not those a message meets on a lossy wire.
+ */
 static void qrdma_comp_progress(QrdmaCore *core, QrdmaQp *qp)
 {
+    qp->comp.retry_left = qp->attr.retry_cnt;
     if (qp->comp.retry_armed) {
         qp->comp.retry_armed = false;
         timer_del(qp->timer);
@@ -224,25 +229,38 @@ static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
 static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
     uint8_t type = QRDMA_AETH_TYPE(pkt->syndrome);
+    bool done;
 
     if (type == QRDMA_AETH_ACK) {
         qrdma_comp_ack_upto(core, qp, pkt->psn);
         return;
     }
     /* A NAK acknowledges everything before the PSN it names. */
-    if (!qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK) ||
-        qp->sq_ci == qp->req.idx_hi || pkt->psn != qp->comp.psn) {
+    done = qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK);
+    if (!qrdma_comp_outstanding(qp)) {
+        return;
+    }
+    if (type == QRDMA_AETH_NAK &&
+        (pkt->syndrome & 0x1f) == QRDMA_NAK_PSN_SEQ_ERR) {
+        core->counters.seq_naks_rcvd++;
+        if (qrdma_psn_diff(pkt->psn, qp->comp.acked) < 0) {
+            /* Late: what it asks for was acknowledged since. */
+            return;
+        }
+        /*
+         * The responder missed packets: all from that one go again, from
+         * the middle of a message if that is where it is.
+         */
+        qrdma_req_rewind_to(qp, pkt->psn);
+        qrdma_dp_kick(core, qp);
+        return;
+    }
+    /* The others name the first PSN of the WQE that failed. */
+    if (!done || pkt->psn != qp->comp.psn) {
         return;
     }
     if (type == QRDMA_AETH_RNR_NAK) {
         qrdma_comp_rnr(core, qp, pkt->syndrome & 0x1f);
-        return;
-    }
-    if ((pkt->syndrome & 0x1f) == QRDMA_NAK_PSN_SEQ_ERR) {
-        /* The responder missed packets: all from that one go again. */
-        core->counters.seq_naks_rcvd++;
-        qrdma_req_rewind(qp);
-        qrdma_dp_kick(core, qp);
         return;
     }
     qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
@@ -372,7 +390,7 @@ void qrdma_comp_timer(void *opaque)
     qp->comp.retry_left--;
     core->counters.retransmits++;
     trace_qrdma_retry(qp->qpn, qp->comp.retry_left);
-    qrdma_req_rewind(qp);
+    qrdma_req_rewind_to(qp, qp->comp.acked);
     qrdma_dp_kick(core, qp);
 }
 

@@ -63,6 +63,14 @@ static inline bool qrdma_dp_xport_busy(QrdmaCore *core)
 void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
                    uint64_t *bytes);
 void qrdma_req_rewind(QrdmaQp *qp);
+/*
+ * Go back to psn, the first the responder has not got (a sequence NAK
+ * names it; after an ACK timeout, the first not acknowledged): from the
+ * middle of a SEND or RDMA WRITE if it falls there, as the specification
+ * has a requester resume, so that a loss costs what follows it and not
+ * the whole message; a READ or atomic goes again whole.
+ */
+void qrdma_req_rewind_to(QrdmaQp *qp, uint32_t psn);
 
 /* qrdma_resp.c */
 void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);

@@ -374,6 +374,42 @@ void qrdma_req_rewind(QrdmaQp *qp)
     qp->req.started = false;
 }
 
+void qrdma_req_rewind_to(QrdmaQp *qp, uint32_t psn)
+{
+    uint32_t idx = qp->sq_ci, first = qp->comp.psn;
+    const QrdmaSent *s = NULL;
+    int32_t off;
+
+    if (qrdma_psn_diff(psn, first) < 0 ||
+        qrdma_psn_diff(psn, qp->req.psn_hi) >= 0) {
+        qrdma_req_rewind(qp);
+        return;
+    }
+    /* The WQE that sent psn: the last one started, if none before. */
+    for (; idx != qp->req.idx_hi; idx++) {
+        s = &qp->sent[idx % QRDMA_SENT_MAX];
+        if (qrdma_psn_diff(psn, first) < (int32_t)s->psns) {
+            break;
+        }
+        first = (first + s->psns) & QRDMA_PSN_MASK;
+        s = NULL;
+    }
+    off = qrdma_psn_diff(psn, first);
+    qp->req.idx = idx;
+    qp->req.started = false;
+    if (idx == qp->req.idx_hi) {
+        s = &qp->sent[idx % QRDMA_SENT_MAX];
+    }
+    if (!off || qrdma_wqe_is_read_or_atomic(s->opcode)) {
+        /* A READ or an atomic goes again whole, with its RETH. */
+        qp->req.psn = first;
+        qp->req.sent = 0;
+    } else {
+        qp->req.psn = psn;
+        qp->req.sent = off * qrdma_qp_mtu(qp);
+    }
+}
+
 /*
  * Send packets of qp's WQEs, at most budget WQEs and about *bytes of
  * payload (reduced by what went): it stops between packets.

@@ -182,6 +182,12 @@ bool qrdma_wire_receive(QrdmaCore *core, const uint8_t *buf, size_t len)
         }
         rx = qrdma_roce_parse_ib(&f, &pkt, &payload, &why);
     }
+    if (rx == QRDMA_ROCE_RX_OK && qrdma_gid_is_mcast(pkt.dgid) &&
+        pkt.dqpn != QRDMA_MULTICAST_QPN) {
+        /* Only the multicast QPN addresses a group. */
+        rx = QRDMA_ROCE_RX_BAD_BTH;
+        why = "multicast GID with a unicast destination QPN";
+    }
     switch (rx) {
     case QRDMA_ROCE_RX_OK:
         core->port.rx(core, &pkt);

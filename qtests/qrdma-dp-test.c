@@ -3622,6 +3622,59 @@ static void test_wire_late_ack(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(relay_quiet(sv[0]));
 }
 
+
+/*
+ * A SEND of three packets loses its middle one: the responder NAKs its
+ * PSN, and the requester sends again from there, MIDDLE and LAST, not
+ * the whole message; the data lands whole and once.  The ACK timeout is
+ * never needed: the clock does not move.
+ */
+static void test_wire_nak_resume(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    enum { LEN = 3000 };
+    int *sv = data;
+    uint8_t src[LEN], got[LEN], f[3][WIRE_FRAME_MAX], ops[8];
+    size_t n[3];
+    struct qrdma_sq_wqe w;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    int i;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    connect_rc(&e0, &a, &e1, &b, true);
+    for (i = 0; i < LEN; i++) {
+        src[i] = i * 31 + 7;
+    }
+    qtest_memwrite(e0.t.qts, e0.data, src, LEN);
+    post_recv(&e1, &b, 0xb1, e1.data + 4096, 4096, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+    post_send(&e0, &a, &w);
+    for (i = 0; i < 3; i++) {
+        n[i] = wire_recv(sv[0], f[i]);
+        g_assert_cmphex(wire_check_frame(f[i], n[i]), ==, i);
+    }
+    /* the middle one is lost: the last draws a sequence NAK */
+    wire_send(sv[2], f[0], n[0]);
+    wire_send(sv[2], f[2], n[2]);
+    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x11);
+    /* again from the lost one: MIDDLE and LAST */
+    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    g_assert_cmphex(ops[0], ==, 0x01);
+    g_assert_cmphex(ops[1], ==, 0x02);
+    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x11);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qtest_memread(e1.t.qts, e1.data + 4096, got, LEN);
+    g_assert_cmpmem(got, LEN, src, LEN);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "seq-naks-rcvd"), ==, 1);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits"), ==, 0);
+    g_assert_true(relay_quiet(sv[0]));
+}
+
 /*
  * Functions reach each other only on one qrdma-fabric.  qrdma1 and qrdma2
  * link to fabric f1, qrdma0 stays on the default one: a send from qrdma2
@@ -4152,6 +4205,8 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/wire-read-retry", "qrdma", test_wire_read_retry,
                  &relay_opts);
     qos_add_test("dp/wire-late-ack", "qrdma", test_wire_late_ack,
+                 &relay_opts);
+    qos_add_test("dp/wire-nak-resume", "qrdma", test_wire_nak_resume,
                  &relay_opts);
     qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
                  NULL);

@@ -52,6 +52,7 @@ describe() {
         ucmatose) echo "ucmatose: rdma_cm RC connections, sends both ways" ;;
         udaddy) echo "udaddy: rdma_cm UD, sends both ways" ;;
         nvme) echo "NVMe over RDMA: nvmet-rdma on A serving a RAM disk, nvme-rdma on B: ext4 written, reconnected, checksums compared" ;;
+        faults_met) echo "behind the impairing relay: the transports met its faults (duplicates, out-of-sequence requests, NAKs, retransmits or ICRC drops counted)" ;;
     esac
 }
 
@@ -322,6 +323,25 @@ t_nvme() {
     fi
 }
 
+# --- faults -----------------------------------------------------------------------
+
+# The recovery counters of this side's device, summed: what RC does when
+# the wire loses, repeats, reorders or corrupts (rxe's names, qrdma's too;
+# icrc_errors is qrdma's alone, rxe drops such frames silently).
+t_faults_met() {
+    local dir=/sys/class/infiniband/$PAIR_DEV/ports/1/hw_counters f n sum=0
+    pair_need_setup || return 1
+    for f in duplicate_request out_of_seq_request rcvd_seq_err \
+             completer_retry_err icrc_errors; do
+        [ -r "$dir/$f" ] || continue
+        n=$(cat "$dir/$f")
+        echo "INFO: $PAIR_ROLE: $f $n"
+        pair_result "$PAIR_ROLE $PAIR_DEV $f" "$n"
+        sum=$((sum + n))
+    done
+    [ "$sum" -gt 0 ] || { echo "no recovery counted on $PAIR_DEV"; return 1; }
+}
+
 # --- the run ----------------------------------------------------------------------
 
 pair_init || { echo "Bail out! not a pair's guest"; exit 1; }
@@ -337,5 +357,7 @@ esac
 TESTS=(setup ping "${WIRE_TESTS[@]}")
 # The counters move only if some RDMA test ran.
 [ ${#WIRE_TESTS[@]} -eq 0 ] || TESTS+=(wire_counters)
+# Behind run-vm-pair --relay, the faults must have been met.
+[ ${#WIRE_TESTS[@]} -eq 0 ] || [ "$(pair_arg relay)" != 1 ] || TESTS+=(faults_met)
 TESTS+=(device_down pair_dmesg_clean)
 pair_run_tests

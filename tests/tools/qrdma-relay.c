@@ -1,0 +1,441 @@
+/*
+ * qrdma-relay: an impairing Ethernet relay between QEMU VMs, for tests
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Each VM's wire is a QEMU "-netdev dgram" on a unix socket; the relay
+ * holds the other end of every one.  A frame from one port goes to every
+ * other port (a hub; with two ports, a cable), and on its way it may be
+ * dropped, duplicated, held back behind later frames (reordered),
+ * delayed with jitter, or get one bit flipped, each at its own rate.  The
+ * random choices come from a seed, so a run can be replayed.  The relay
+ * stops after --duration seconds or at SIGTERM/SIGINT, and prints what
+ * it did.
+ *
+ *   qrdma-relay [options] PORT...      PORT: RELAY_SOCKET=VM_SOCKET
+ *
+ * The relay binds RELAY_SOCKET and sends to VM_SOCKET; the VM's netdev is
+ * -netdev dgram,local.path=VM_SOCKET,remote.path=RELAY_SOCKET.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PORTS       8
+#define FRAME_MAX       65536
+/* Frames held for delay or reordering: beyond, the newest is dropped. */
+#define HELD_MAX        4096
+/* A reordered frame goes at the latest after this, later ones or not. */
+#define REORDER_MAX_NS  (50 * 1000000ull)
+
+typedef struct Port {
+    int fd;
+    struct sockaddr_un peer;
+} Port;
+
+typedef struct Held {
+    uint64_t due_ns;
+    unsigned behind;                    /* frames it still waits behind */
+    int from;                           /* the port it came in on */
+    int to;                             /* the one port it goes to, or -1 */
+    uint32_t len;
+    uint8_t *buf;
+} Held;
+
+typedef struct Rates {
+    double drop, dup, reorder, corrupt;
+    double delay_ms, jitter_ms;
+    unsigned reorder_window;            /* frames a held one waits behind */
+} Rates;
+
+typedef struct Stats {
+    uint64_t in, out, dropped, duplicated, reordered, corrupted, overflow;
+} Stats;
+
+static volatile sig_atomic_t stop;
+static Port ports[MAX_PORTS];
+static int nports;
+static Held held[HELD_MAX];
+static int nheld;
+static Stats stats;
+static uint64_t rng_state;
+
+static void on_signal(int sig)
+{
+    stop = 1;
+}
+
+/* splitmix64: small, fast, and the same sequence for a seed everywhere. */
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(void)
+{
+    return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static bool chance(double p)
+{
+    return p > 0 && rng_unit() < p;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: qrdma-relay [options] RELAY_SOCKET=VM_SOCKET...\n"
+        "  --drop P        drop a frame with probability P (0-1)\n"
+        "  --dup P         send a frame twice\n"
+        "  --reorder P     hold a frame back behind up to --window later ones\n"
+        "  --window N      frames a reordered one waits behind (default 4)\n"
+        "  --corrupt P     flip one random bit of a frame\n"
+        "  --delay MS      delay every frame by MS milliseconds\n"
+        "  --jitter MS     and by up to MS more, at random\n"
+        "  --seed N        the random seed (default 1)\n"
+        "  --duration SEC  stop after SEC seconds (default 3600)\n"
+        "  --stats FILE    write the counts there at the end too\n");
+}
+
+static int port_open(const char *spec)
+{
+    const char *eq = strchr(spec, '=');
+    struct sockaddr_un self = { .sun_family = AF_UNIX };
+    Port *p = &ports[nports];
+    size_t n;
+
+    if (!eq || nports == MAX_PORTS) {
+        return -1;
+    }
+    n = eq - spec;
+    if (n >= sizeof(self.sun_path) ||
+        strlen(eq + 1) >= sizeof(p->peer.sun_path)) {
+        return -1;
+    }
+    memcpy(self.sun_path, spec, n);
+    p->peer.sun_family = AF_UNIX;
+    strcpy(p->peer.sun_path, eq + 1);
+    p->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (p->fd < 0) {
+        return -1;
+    }
+    unlink(self.sun_path);
+    if (bind(p->fd, (struct sockaddr *)&self, sizeof(self)) < 0) {
+        close(p->fd);
+        return -1;
+    }
+    nports++;
+    return 0;
+}
+
+static void hold(int from, int to, const uint8_t *buf, uint32_t len,
+                 uint64_t due, unsigned behind);
+
+/*
+ * To port to, or to every port but the one it came in on.  A VM whose
+ * socket is full gets it a little later, as a NIC's queue would hold it;
+ * one that is not there (yet, or any more) loses it, as a cable would.
+ */
+static void forward(int from, int to, const uint8_t *buf, uint32_t len)
+{
+    int i;
+
+    for (i = 0; i < nports; i++) {
+        if (i == from || (to >= 0 && i != to)) {
+            continue;
+        }
+        if (sendto(ports[i].fd, buf, len, 0,
+                   (struct sockaddr *)&ports[i].peer,
+                   sizeof(ports[i].peer)) == (ssize_t)len) {
+            stats.out++;
+        } else if (errno == EAGAIN || errno == ENOBUFS) {
+            hold(from, i, buf, len, now_ns() + 200000, 0);
+        } else {
+            stats.overflow++;
+        }
+    }
+}
+
+static void hold(int from, int to, const uint8_t *buf, uint32_t len,
+                 uint64_t due, unsigned behind)
+{
+    Held *h;
+
+    if (nheld == HELD_MAX) {
+        stats.overflow++;
+        return;
+    }
+    h = &held[nheld++];
+    h->due_ns = due;
+    h->behind = behind;
+    h->from = from;
+    h->to = to;
+    h->len = len;
+    h->buf = malloc(len);
+    if (!h->buf) {
+        nheld--;
+        stats.overflow++;
+        return;
+    }
+    memcpy(h->buf, buf, len);
+}
+
+/* Sends every held frame that is due, oldest due first. */
+static void release_due(uint64_t now)
+{
+    int i, best;
+
+    for (;;) {
+        best = -1;
+        for (i = 0; i < nheld; i++) {
+            if (held[i].due_ns <= now &&
+                (best < 0 || held[i].due_ns < held[best].due_ns)) {
+                best = i;
+            }
+        }
+        if (best < 0) {
+            return;
+        }
+        Held h = held[best];
+
+        /* out of the list first: forward() may hold it again */
+        held[best] = held[--nheld];
+        forward(h.from, h.to, h.buf, h.len);
+        free(h.buf);
+    }
+}
+
+/* Ms until the next held frame is due, for poll(); -1 if none. */
+static int next_due_ms(uint64_t now)
+{
+    uint64_t first = UINT64_MAX;
+    int i;
+
+    for (i = 0; i < nheld; i++) {
+        if (held[i].due_ns < first) {
+            first = held[i].due_ns;
+        }
+    }
+    if (first == UINT64_MAX) {
+        return -1;
+    }
+    return first <= now ? 0 : (int)((first - now + 999999) / 1000000);
+}
+
+static void take(const Rates *r, int from, uint8_t *buf, uint32_t len)
+{
+    uint64_t now = now_ns(), due = now;
+    int copies = 1, c, i;
+
+    stats.in++;
+    /* A reordered frame goes once as many later ones have passed it. */
+    for (i = 0; i < nheld; i++) {
+        if (held[i].behind && --held[i].behind == 0) {
+            held[i].due_ns = now;
+        }
+    }
+    if (chance(r->drop)) {
+        stats.dropped++;
+        return;
+    }
+    if (chance(r->corrupt) && len) {
+        uint32_t bit = rng_next() % (len * 8);
+
+        buf[bit / 8] ^= 1u << (bit % 8);
+        stats.corrupted++;
+    }
+    if (chance(r->dup)) {
+        copies = 2;
+        stats.duplicated++;
+    }
+    if (r->delay_ms > 0 || r->jitter_ms > 0) {
+        due = now + (uint64_t)((r->delay_ms + rng_unit() * r->jitter_ms) *
+                               1e6);
+    }
+    for (c = 0; c < copies; c++) {
+        if (chance(r->reorder)) {
+            stats.reordered++;
+            hold(from, -1, buf, len, due + REORDER_MAX_NS,
+                 r->reorder_window);
+        } else if (due > now) {
+            hold(from, -1, buf, len, due, 0);
+        } else {
+            forward(from, -1, buf, len);
+        }
+    }
+}
+
+static void print_stats(FILE *f, const Rates *r, unsigned long seed)
+{
+    fprintf(f, "seed %lu drop %g dup %g reorder %g/%u corrupt %g "
+            "delay %g+%g ms\n", seed, r->drop, r->dup, r->reorder,
+            r->reorder_window, r->corrupt, r->delay_ms, r->jitter_ms);
+    fprintf(f, "frames in %llu out %llu dropped %llu duplicated %llu "
+            "reordered %llu corrupted %llu undeliverable %llu\n",
+            (unsigned long long)stats.in, (unsigned long long)stats.out,
+            (unsigned long long)stats.dropped,
+            (unsigned long long)stats.duplicated,
+            (unsigned long long)stats.reordered,
+            (unsigned long long)stats.corrupted,
+            (unsigned long long)stats.overflow);
+}
+
+static bool parse_rate(const char *s, double *v)
+{
+    char *end;
+
+    *v = strtod(s, &end);
+    return *s && !*end && *v >= 0 && *v <= 1;
+}
+
+static bool parse_num(const char *s, double *v)
+{
+    char *end;
+
+    *v = strtod(s, &end);
+    return *s && !*end && *v >= 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "drop", required_argument, NULL, 'd' },
+        { "dup", required_argument, NULL, 'u' },
+        { "reorder", required_argument, NULL, 'r' },
+        { "window", required_argument, NULL, 'w' },
+        { "corrupt", required_argument, NULL, 'c' },
+        { "delay", required_argument, NULL, 'D' },
+        { "jitter", required_argument, NULL, 'j' },
+        { "seed", required_argument, NULL, 's' },
+        { "duration", required_argument, NULL, 't' },
+        { "stats", required_argument, NULL, 'o' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 }
+    };
+    Rates r = { .reorder_window = 4 };
+    double duration = 3600, v;
+    unsigned long seed = 1;
+    const char *stats_file = NULL;
+    struct pollfd pfd[MAX_PORTS];
+    static uint8_t buf[FRAME_MAX];
+    uint64_t end;
+    int c, i;
+    bool ok;
+
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': ok = parse_rate(optarg, &r.drop); break;
+        case 'u': ok = parse_rate(optarg, &r.dup); break;
+        case 'r': ok = parse_rate(optarg, &r.reorder); break;
+        case 'c': ok = parse_rate(optarg, &r.corrupt); break;
+        case 'D': ok = parse_num(optarg, &r.delay_ms); break;
+        case 'j': ok = parse_num(optarg, &r.jitter_ms); break;
+        case 't': ok = parse_num(optarg, &duration); break;
+        case 'w':
+            ok = parse_num(optarg, &v) && v >= 1 && v <= 1000;
+            r.reorder_window = v;
+            break;
+        case 's':
+            ok = parse_num(optarg, &v);
+            seed = v;
+            break;
+        case 'o':
+            stats_file = optarg;
+            ok = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            ok = false;
+        }
+        if (!ok) {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (argc - optind < 2) {
+        usage(stderr);
+        return 2;
+    }
+    for (i = optind; i < argc; i++) {
+        if (port_open(argv[i]) < 0) {
+            fprintf(stderr, "qrdma-relay: cannot open port %s: %s\n",
+                    argv[i], strerror(errno));
+            return 1;
+        }
+    }
+    rng_state = seed;
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    for (i = 0; i < nports; i++) {
+        pfd[i].fd = ports[i].fd;
+        pfd[i].events = POLLIN;
+    }
+    end = now_ns() + (uint64_t)(duration * 1e9);
+
+    while (!stop && now_ns() < end) {
+        uint64_t now = now_ns();
+        int timeout = next_due_ms(now);
+
+        if (timeout < 0 || timeout > 100) {
+            timeout = 100;              /* checks stop and the duration */
+        }
+        if (poll(pfd, nports, timeout) < 0 && errno != EINTR) {
+            perror("qrdma-relay: poll");
+            return 1;
+        }
+        for (i = 0; i < nports; i++) {
+            ssize_t n;
+
+            if (!(pfd[i].revents & POLLIN)) {
+                continue;
+            }
+            /* At most a few per port per turn: no port starves another. */
+            for (c = 0; c < 64; c++) {
+                n = recv(ports[i].fd, buf, sizeof(buf), 0);
+                if (n < 0) {
+                    break;
+                }
+                take(&r, i, buf, n);
+            }
+        }
+        release_due(now_ns());
+    }
+    print_stats(stdout, &r, seed);
+    if (stats_file) {
+        FILE *f = fopen(stats_file, "w");
+
+        if (f) {
+            print_stats(f, &r, seed);
+            fclose(f);
+        }
+    }
+    return 0;
+}
