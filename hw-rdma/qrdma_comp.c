@@ -57,10 +57,7 @@ static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, const QrdmaSent *c,
     qrdma_comp_reset(qp);
     if ((int32_t)(qp->req.idx - qp->sq_ci) < 0) {
         /* Answered while a retry was sending it again: on from the next. */
-        qp->req.idx = qp->sq_ci;
-        qp->req.psn = qp->comp.psn;
-        qp->req.sent = 0;
-        qp->req.started = false;
+        qrdma_req_rewind(qp);
     }
     if (signaled || status) {
         struct qrdma_cqe cqe = {

@@ -319,6 +319,21 @@ void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s)
 
 /* Packets */
 
+void qrdma_dp_pkt_path(QrdmaCore *core, const struct qrdma_av *av,
+                       QrdmaPkt *pkt)
+{
+    /* The index was checked when the AV was set. */
+    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ? av->sgid_index : 0;
+
+    memcpy(pkt->sgid, core->gid[sgid].gid, 16);
+    memcpy(pkt->dgid, av->dgid, 16);
+    pkt->traffic_class = av->traffic_class;
+    pkt->hop_limit = av->hop_limit;
+    pkt->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
+    memcpy(pkt->dmac, av->dmac, 6);
+    pkt->vlan_id = le16_to_cpu(av->vlan_id);
+}
+
 void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
     pkt->lqpn = qp->qpn;

@@ -34,6 +34,12 @@ void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from);
 void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
 
 /* qrdma_dp.c: for the engines */
+/*
+ * The network header and link of a packet to av, from the port's GID at
+ * av's index: what a requester's packet and a responder's answer carry.
+ */
+void qrdma_dp_pkt_path(QrdmaCore *core, const struct qrdma_av *av,
+                       QrdmaPkt *pkt);
 void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
 void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp);
 void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only);

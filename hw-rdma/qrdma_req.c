@@ -65,22 +65,6 @@ static uint8_t qrdma_req_opcode(uint8_t wr_opcode, bool first, bool last)
     }
 }
 
-/* The network header of a packet to av, from the QP's port. */
-static void qrdma_req_addr(QrdmaCore *core, const struct qrdma_av *av,
-                           QrdmaPkt *pkt)
-{
-    /* The index was checked when the AV was set. */
-    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ? av->sgid_index : 0;
-
-    memcpy(pkt->sgid, core->gid[sgid].gid, 16);
-    memcpy(pkt->dgid, av->dgid, 16);
-    pkt->traffic_class = av->traffic_class;
-    pkt->hop_limit = av->hop_limit;
-    pkt->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
-    memcpy(pkt->dmac, av->dmac, 6);
-    pkt->vlan_id = le16_to_cpu(av->vlan_id);
-}
-
 /*
  * The headers a WQE's request packets carry besides the BTH: RETH,
  * AtomicETH, FETH, ImmDt or IETH (these last on the last packet only).
@@ -136,7 +120,7 @@ static uint8_t qrdma_req_ud_addr(QrdmaCore *core, QrdmaQp *qp,
     if (len > QRDMA_UD_MTU) {
         return QRDMA_WC_LOC_LEN_ERR;
     }
-    qrdma_req_addr(core, &core->ah[ah].av, pkt);
+    qrdma_dp_pkt_path(core, &core->ah[ah].av, pkt);
     /* IB: a Q_Key with the high bit set means the QP's own. */
     pkt->qkey = qkey & 0x80000000u ? le32_to_cpu(qp->attr.qkey) : qkey;
     pkt->sqpn = qp->qpn;
@@ -191,7 +175,6 @@ static uint32_t qrdma_req_read_psns(uint64_t len, uint32_t mtu)
     return len ? DIV_ROUND_UP(len, mtu) : 1;
 }
 
-/* A memory work request, or a WQE refused: done here, once it is oldest. */
 /* On to the next WQE, the one sent whole counted as sent. */
 static void qrdma_req_next(QrdmaQp *qp)
 {
@@ -201,6 +184,7 @@ static void qrdma_req_next(QrdmaQp *qp)
     }
 }
 
+/* A memory work request, or a WQE refused: done here, once it is oldest. */
 static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
 {
     uint8_t status = c->status;
@@ -240,21 +224,26 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
  */
 #define QRDMA_REQ_WINDOW 128
 
+/* Packets sent and not acknowledged; none after a retry went back. */
+static uint32_t qrdma_req_unacked(const QrdmaQp *qp)
+{
+    return MAX(qrdma_psn_diff(qp->req.psn, qp->comp.acked), 0);
+}
+
 static bool qrdma_req_window_full(const QrdmaQp *qp)
 {
     return qp->type == QRDMA_QPT_RC &&
-           qrdma_psn_diff(qp->req.psn, qp->comp.acked) >= QRDMA_REQ_WINDOW;
+           qrdma_req_unacked(qp) >= QRDMA_REQ_WINDOW;
 }
 
-/* The payload bytes the window has room for now. */
+/* The payload bytes the window has room for now (at least a packet's). */
 static uint64_t qrdma_req_window_room(const QrdmaQp *qp, uint32_t mtu)
 {
-    int32_t used = qrdma_psn_diff(qp->req.psn, qp->comp.acked);
-
     if (qp->type != QRDMA_QPT_RC) {
         return UINT64_MAX;
     }
-    return (uint64_t)MAX(QRDMA_REQ_WINDOW - MAX(used, 0), 1) * mtu;
+    return (uint64_t)MAX(QRDMA_REQ_WINDOW - (int32_t)qrdma_req_unacked(qp),
+                         1) * mtu;
 }
 
 /*
@@ -283,7 +272,7 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
         }
         paylen = c->len;
     } else {
-        qrdma_req_addr(core, &qp->attr.av, &pkt);
+        qrdma_dp_pkt_path(core, &qp->attr.av, &pkt);
         pkt.dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
         if (wqe->opcode == QRDMA_WR_RDMA_READ) {
             psns = qrdma_req_read_psns(c->len, mtu);

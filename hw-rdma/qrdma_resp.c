@@ -312,21 +312,12 @@ static QrdmaRxResult qrdma_resp_write(QrdmaCore *core, QrdmaQp *qp,
 static void qrdma_resp_answer(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *out,
                               uint8_t opcode, uint32_t psn)
 {
-    const struct qrdma_av *av = &qp->attr.av;
-    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ? av->sgid_index : 0;
-
     out->opcode = opcode;
     out->npkts = 1;
     out->pkey = 0xffff;
     out->dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
     out->psn = psn & QRDMA_PSN_MASK;
-    memcpy(out->sgid, core->gid[sgid].gid, 16);
-    memcpy(out->dgid, av->dgid, 16);
-    out->traffic_class = av->traffic_class;
-    out->hop_limit = av->hop_limit;
-    out->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
-    memcpy(out->dmac, av->dmac, 6);
-    out->vlan_id = le16_to_cpu(av->vlan_id);
+    qrdma_dp_pkt_path(core, &qp->attr.av, out);
     out->msn = qp->resp.msn & QRDMA_PSN_MASK;
 }
 
