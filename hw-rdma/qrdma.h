@@ -142,6 +142,11 @@ typedef struct QrdmaComp {
     uint32_t psn;                       /* first PSN of WQE sq_ci */
     uint32_t acked;                     /* the first PSN not acknowledged */
     uint32_t read_done;                 /* READ response bytes placed */
+    /*
+     * A response past the one awaited sent the oldest READ again at
+     * once; until that one comes, later ones send nothing more.
+     */
+    bool gap_retried;
     uint8_t rnr_left;                   /* RNR retries left for the WQE */
     uint8_t retry_left;                 /* transport retries left for it */
     bool rnr_wait;                      /* waits for the RNR timer */

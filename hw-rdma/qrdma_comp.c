@@ -36,6 +36,7 @@ void qrdma_comp_reset(QrdmaQp *qp)
 {
     qp->comp.rnr_left = qp->attr.rnr_retry;
     qp->comp.retry_left = qp->attr.retry_cnt;
+    qp->comp.gap_retried = false;
 }
 
 /*
@@ -137,11 +138,46 @@ void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp)
 static void qrdma_comp_progress(QrdmaCore *core, QrdmaQp *qp)
 {
     qp->comp.retry_left = qp->attr.retry_cnt;
+    qp->comp.gap_retried = false;
     if (qp->comp.retry_armed) {
         qp->comp.retry_armed = false;
         timer_del(qp->timer);
         qrdma_comp_arm_retry(core, qp);
     }
+}
+
+/* Whether the oldest WQE outstanding is a READ or atomic. */
+static bool qrdma_comp_awaits_response(QrdmaQp *qp)
+{
+    return qp->sq_ci != qp->req.idx_hi &&
+           qrdma_wqe_is_read_or_atomic(qrdma_comp_oldest(qp)->opcode);
+}
+
+/* The PSN of the response that oldest READ or atomic awaits next. */
+static uint32_t qrdma_comp_awaited(QrdmaQp *qp)
+{
+    return (qp->comp.psn + qp->comp.read_done / qrdma_qp_mtu(qp)) &
+           QRDMA_PSN_MASK;
+}
+
+/*
+ * An answer came past the response awaited: that response was lost, as
+ * the responder answers in order.  The READ or atomic goes again at once,
+ * once: what comes after it before it is answered says nothing new.  The
+ * timer remains for a retry that is lost too.
+ */
+static void qrdma_comp_gap(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
+{
+    if (qp->comp.gap_retried || !qrdma_comp_awaits_response(qp) ||
+        qrdma_psn_diff(psn, qrdma_comp_awaited(qp)) <= 0 ||
+        qrdma_psn_diff(psn, qp->req.psn_hi) >= 0) {
+        return;
+    }
+    qp->comp.gap_retried = true;
+    core->counters.retransmits++;
+    trace_qrdma_retry_gap(qp->qpn, qrdma_comp_awaited(qp), psn);
+    qrdma_req_rewind_to(qp, qrdma_comp_awaited(qp));
+    qrdma_dp_kick(core, qp);
 }
 
 /*
@@ -154,20 +190,6 @@ static bool qrdma_comp_ack_upto(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
     uint32_t next = (psn + 1) & QRDMA_PSN_MASK;
     bool moved = false;
 
-    /*
-     * Acknowledged as far as psn, if that was sent: the window moves,
-     * even in the middle of a long message, and that is progress.
-     */
-    if (qrdma_psn_diff(next, qp->comp.acked) > 0 &&
-        qrdma_psn_diff(next, qp->req.psn_hi) <= 0) {
-        qp->comp.acked = next;
-        qrdma_comp_progress(core, qp);
-        if (qp->req.waiting) {
-            qp->req.waiting = false;
-            qrdma_dp_kick(core, qp);
-        }
-    }
-
     while (qp->sq_ci != qp->req.idx_hi) {
         QrdmaSent *c = qrdma_comp_oldest(qp);
 
@@ -179,6 +201,28 @@ static bool qrdma_comp_ack_upto(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
         moved = true;
         if (qp->state != QRDMA_QPS_RTS && qp->state != QRDMA_QPS_SQD) {
             return false;
+        }
+    }
+    /*
+     * Not past a READ or atomic that still awaits responses: an answer to
+     * a later WQE says its requests arrived, not that the responses before
+     * it did.
+     */
+    if (qrdma_comp_awaits_response(qp) &&
+        qrdma_psn_diff(next, qrdma_comp_awaited(qp)) > 0) {
+        next = qrdma_comp_awaited(qp);
+    }
+    /*
+     * Acknowledged as far as that, if it was sent: the window moves, even
+     * in the middle of a long message, and that is progress.
+     */
+    if (qrdma_psn_diff(next, qp->comp.acked) > 0 &&
+        qrdma_psn_diff(next, qp->req.psn_hi) <= 0) {
+        qp->comp.acked = next;
+        moved = true;
+        if (qp->req.waiting) {
+            qp->req.waiting = false;
+            qrdma_dp_kick(core, qp);
         }
     }
     if (moved) {
@@ -230,6 +274,7 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 
     if (type == QRDMA_AETH_ACK) {
         qrdma_comp_ack_upto(core, qp, pkt->psn);
+        qrdma_comp_gap(core, qp, pkt->psn);
         return;
     }
     /* A NAK acknowledges everything before the PSN it names. */
@@ -264,7 +309,11 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
                     qrdma_comp_nak_status(pkt->syndrome & 0x1f), 0);
 }
 
-/* A READ response packet: its bytes go to the WQE's SGEs, in order. */
+/*
+ * A READ response packet: its bytes go to the WQE's SGEs, in order.  The
+ * first may start past the WQE's first byte: the answer to a READ asked
+ * for again from a lost response on.
+ */
 static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
                                  QrdmaPkt *pkt, uint32_t flags)
 {
@@ -276,14 +325,15 @@ static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
 
     if (!c || c->wqe.opcode != QRDMA_WR_RDMA_READ ||
         pkt->psn != ((qp->comp.psn + off / mtu) & QRDMA_PSN_MASK) ||
-        !(flags & QRDMA_OPF_FIRST) != !!off ||
+        (!off && !(flags & QRDMA_OPF_FIRST)) ||
         pkt->paylen > c->len - off ||
         (pkt->paylen && DIV_ROUND_UP(pkt->paylen, mtu) != pkt->npkts) ||
         ((flags & QRDMA_OPF_LAST) ? pkt->paylen != c->len - off :
                                     pkt->paylen != pkt->npkts * mtu)) {
-        /* Not the one awaited: one that was, lost, makes the timer fire. */
+        /* Not the one awaited: that one may be lost. */
         core->counters.pkts_dropped++;
         trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
+        qrdma_comp_gap(core, qp, pkt->psn);
         return;
     }
     qrdma_iter_seek(&c->local, off);
@@ -294,6 +344,10 @@ static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
         return;
     }
     qp->comp.read_done += pkt->paylen;
+    if (qrdma_psn_diff(qrdma_comp_awaited(qp), qp->comp.acked) > 0) {
+        /* A retry asks for the responses from the next one on. */
+        qp->comp.acked = qrdma_comp_awaited(qp);
+    }
     if (flags & QRDMA_OPF_LAST) {
         qrdma_comp_done(core, qp, sent, QRDMA_WC_SUCCESS, sent->psns);
     }
@@ -313,6 +367,7 @@ static void qrdma_comp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
          c->wqe.opcode != QRDMA_WR_ATOMIC_FETCH_AND_ADD)) {
         core->counters.pkts_dropped++;
         trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
+        qrdma_comp_gap(core, qp, pkt->psn);
         return;
     }
     qrdma_iter_host(&oi, &orig, 8);

@@ -275,7 +275,7 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
         qrdma_dp_pkt_path(core, &qp->attr.av, &pkt);
         pkt.dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
         if (wqe->opcode == QRDMA_WR_RDMA_READ) {
-            psns = qrdma_req_read_psns(c->len, mtu);
+            psns = qrdma_req_read_psns(left, mtu);
         } else if (!qrdma_wqe_is_read_or_atomic(wqe->opcode) &&
                    wqe->opcode != QRDMA_WR_FLUSH) {
             paylen = qrdma_req_burst(core, left, mtu,
@@ -300,6 +300,11 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
     pkt.solicited = last && (wqe->flags & QRDMA_WQE_F_SOLICITED);
     if (first || last) {
         qrdma_req_ext(wqe, c->len, &pkt);
+    }
+    if (wqe->opcode == QRDMA_WR_RDMA_READ && !first) {
+        /* Asked for again from a response that was lost: the rest only. */
+        pkt.va += qp->req.sent;
+        pkt.dma_len = left;
     }
     if (first && !ud) {
         qrdma_wqe_sent(qp, c, &qp->sent[qp->req.idx % QRDMA_SENT_MAX]);
@@ -339,14 +344,15 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
 /*
  * Whether max_rd_atomic READs and atomics are in flight already, as many
  * as the responder said it keeps resources for.  0 counts as 1: with
- * none, a READ could never go.
+ * none, a READ could never go.  Only those before req.idx count: after a
+ * retry, those from req.idx on go again and replace what they sent before.
  */
 static bool qrdma_req_rd_atomic_full(const QrdmaQp *qp)
 {
     uint32_t limit = MAX(qp->attr.max_rd_atomic, 1);
     uint32_t i, n = 0;
 
-    for (i = qp->sq_ci; i != qp->req.idx_hi; i++) {
+    for (i = qp->sq_ci; i != qp->req.idx; i++) {
         if (qrdma_wqe_is_read_or_atomic(qp->sent[i % QRDMA_SENT_MAX].opcode) &&
             ++n >= limit) {
             return true;
@@ -389,11 +395,16 @@ void qrdma_req_rewind_to(QrdmaQp *qp, uint32_t psn)
     if (idx == qp->req.idx_hi) {
         s = &qp->sent[idx % QRDMA_SENT_MAX];
     }
-    if (!off || qrdma_wqe_is_read_or_atomic(s->opcode)) {
-        /* A READ or an atomic goes again whole, with its RETH. */
+    if (!off || (qrdma_wqe_is_read_or_atomic(s->opcode) &&
+                 s->opcode != QRDMA_WR_RDMA_READ)) {
+        /* An atomic goes again whole. */
         qp->req.psn = first;
         qp->req.sent = 0;
     } else {
+        /*
+         * From the packet that was lost; a READ asks again for the
+         * responses from there on only, its RETH moved on as far.
+         */
         qp->req.psn = psn;
         qp->req.sent = off * qrdma_qp_mtu(qp);
     }

@@ -2807,6 +2807,9 @@ static void wire_envs(void *obj, QGuestAllocator *alloc, QQrdma *q1, Env *e0,
     memcpy(e1->peer_mac, wire_mac0, 6);
 }
 
+/* The RETH's DMA length in a frame of IPv4: Ethernet, IP, UDP, BTH, RETH. */
+#define WIRE_RETH_LEN (14 + 20 + 8 + 12 + 12)
+
 /* The next frame the hub brought the test, 0 if none within 2 s. */
 static size_t wire_recv(int fd, uint8_t *buf)
 {
@@ -3482,11 +3485,14 @@ static void test_fuzz_wire_frames(void *obj, void *data,
 
 
 /*
- * A READ whose responses are lost after the first goes again whole when
- * the ACK timer fires; of the responses that come again, those already
- * placed are skipped.  And each response is progress: responses that come
- * slowly, but each within the timeout of the one before, send nothing
- * again, though together they take longer than the timeout.
+ * A READ whose responses are lost after the first is asked for again when
+ * the ACK timer fires, from the first lost response on: the second and
+ * third come, placed where they belong.  And each response is progress:
+ * responses that come slowly, but each within the timeout of the one
+ * before, send nothing again, though together they take longer than the
+ * timeout.  With max_rd_atomic 1, as rping has it: the READ that goes
+ * again is the one already counted against the responder's resources,
+ * not one more.
  */
 static void test_wire_read_retry(void *obj, void *data,
                                  QGuestAllocator *alloc)
@@ -3504,6 +3510,7 @@ static void test_wire_read_retry(void *obj, void *data,
 
     wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.timeout = 10;                    /* 4.2 ms of the virtual clock */
+    e0.max_rd_atomic = 1;
     connect_rc(&e0, &a, &e1, &b, true);
     for (i = 0; i < LEN; i++) {
         src[i] = i * 29 + 1;
@@ -3527,11 +3534,15 @@ static void test_wire_read_retry(void *obj, void *data,
     wire_drain(sv[2]);
     expect_no_cqe(&e0, &e0.cq);
 
-    /* the timer fires: the READ goes again, all of it answered */
+    /* the timer fires: the READ goes again for the rest, two responses */
     qtest_clock_step(e0.t.qts, 5 * SCALE_MS);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
-    g_assert_cmphex(ops[0], ==, 0x0c);
-    g_assert_cmpint(relay(sv[2], sv[0], 3, ops), ==, 3);
+    n = wire_recv(sv[0], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x0c);
+    g_assert_cmpuint(ldl_be_p(f + WIRE_RETH_LEN), ==, LEN - 1024);
+    wire_send(sv[2], f, n);
+    g_assert_cmpint(relay(sv[2], sv[0], 2, ops), ==, 2);
+    g_assert_cmphex(ops[0], ==, 0x0d);
+    g_assert_cmphex(ops[1], ==, 0x0f);
     expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
                QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits") - retx, ==, 1);
@@ -3556,6 +3567,86 @@ static void test_wire_read_retry(void *obj, void *data,
     g_assert_true(relay_quiet(sv[0]));
     qtest_memread(e0.t.qts, e0.data + 4096 * 8, got, LEN);
     g_assert_cmpmem(got, LEN, src, LEN);
+}
+
+
+/*
+ * A lost READ response is asked for again as soon as a later answer shows
+ * the gap, not when the ACK timer fires: two READs go, the middle response
+ * of the first is lost, and the last response of the first sends both
+ * again at once, the first for its last two responses only.  The answers
+ * still on their way send nothing more.
+ */
+static void test_wire_read_gap(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { LEN = 3000 };
+    static const uint8_t want[6] = { 0x0d, 0x0e, 0x0f, 0x0d, 0x0e, 0x0f };
+    static uint8_t f[6][WIRE_FRAME_MAX];
+    int *sv = data;
+    uint8_t src[LEN], got[LEN], ops[8];
+    struct qrdma_sq_wqe w;
+    uint64_t retx, rcvd;
+    size_t n[6];
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    int i;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    connect_rc(&e0, &a, &e1, &b, true);
+    for (i = 0; i < LEN; i++) {
+        src[i] = i * 31 + 7;
+    }
+    qtest_memwrite(e1.t.qts, e1.data + 4096 * 2, src, LEN);
+    retx = qrdma_t_qom_get(&e0.t, "retransmits");
+
+    for (i = 0; i < 2; i++) {
+        w = wqe_sge(0xa1 + i, QRDMA_WR_RDMA_READ, e0.data + 4096 * (4 + 4 * i),
+                    LEN, e0.lkey);
+        w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
+        w.rdma.rkey = cpu_to_le32(e1.rkey);
+        post_send(&e0, &a, &w);
+    }
+    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    g_assert_cmphex(ops[0], ==, 0x0c);
+    g_assert_cmphex(ops[1], ==, 0x0c);
+    for (i = 0; i < 6; i++) {
+        n[i] = wire_recv(sv[2], f[i]);
+        g_assert_cmphex(wire_check_frame(f[i], n[i]), ==, want[i]);
+    }
+    /* the first READ's middle response is lost */
+    rcvd = qrdma_t_qom_get(&e0.t, "pkts-rcvd");
+    wire_send(sv[0], f[0], n[0]);
+    for (i = 2; i < 6; i++) {
+        wire_send(sv[0], f[i], n[i]);
+    }
+    wire_expect_count(&e0, "pkts-rcvd", rcvd + 5);
+
+    /* both READs went again, once, with the clock standing still */
+    for (i = 0; i < 2; i++) {
+        n[i] = wire_recv(sv[0], f[i]);
+        g_assert_cmphex(wire_check_frame(f[i], n[i]), ==, 0x0c);
+    }
+    g_assert_cmpuint(ldl_be_p(f[0] + WIRE_RETH_LEN), ==, LEN - 1024);
+    g_assert_cmpuint(ldl_be_p(f[1] + WIRE_RETH_LEN), ==, LEN);
+    g_assert_true(relay_quiet(sv[0]));
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits") - retx, ==, 1);
+    expect_no_cqe(&e0, &e0.cq);
+
+    for (i = 0; i < 2; i++) {
+        wire_send(sv[2], f[i], n[i]);
+    }
+    g_assert_cmpint(relay(sv[2], sv[0], 5, ops), ==, 5);
+    g_assert_cmphex(ops[0], ==, 0x0d);  /* the first READ's rest */
+    g_assert_cmphex(ops[1], ==, 0x0f);
+    for (i = 0; i < 2; i++) {
+        expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_RDMA_READ,
+                   QRDMA_WC_SUCCESS);
+        qtest_memread(e0.t.qts, e0.data + 4096 * (4 + 4 * i), got, LEN);
+        g_assert_cmpmem(got, LEN, src, LEN);
+    }
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits") - retx, ==, 1);
+    g_assert_true(relay_quiet(sv[0]));
 }
 
 
@@ -4201,6 +4292,8 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/wire-rd-atomic-limit", "qrdma",
                  test_wire_rd_atomic_limit, &relay_opts);
     qos_add_test("fuzz/wire-frames", "qrdma", test_fuzz_wire_frames,
+                 &relay_opts);
+    qos_add_test("dp/wire-read-gap", "qrdma", test_wire_read_gap,
                  &relay_opts);
     qos_add_test("dp/wire-read-retry", "qrdma", test_wire_read_retry,
                  &relay_opts);
