@@ -362,6 +362,7 @@ static const struct {
     { "retry-exceeded", offsetof(QrdmaCounters, retry_exceeded) },
     { "icrc-errors", offsetof(QrdmaCounters, icrc_errors) },
     { "wire-malformed", offsetof(QrdmaCounters, wire_malformed) },
+    { "wire-ud-duplicates", offsetof(QrdmaCounters, ud_duplicates) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,

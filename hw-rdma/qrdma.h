@@ -339,7 +339,16 @@ typedef struct QrdmaCounters {
     /* frames from the wire dropped before the engines saw them */
     uint64_t icrc_errors;
     uint64_t wire_malformed;            /* headers short, inconsistent */
+    uint64_t ud_duplicates;             /* also counted in dup_reqs */
 } QrdmaCounters;
+
+/* A UD packet lately taken from the wire: see qrdma_wire_ud_seen(). */
+typedef struct QrdmaUdSeen {
+    uint64_t key;
+    int64_t when;
+} QrdmaUdSeen;
+
+#define QRDMA_UD_SEEN_MAX 256
 
 /*
  * The device logic.  It takes this struct, never the QOM object, so that
@@ -393,6 +402,8 @@ typedef struct QrdmaCore {
     QrdmaFabricPort port;               /* the loopback transport */
     const QrdmaTransportOps *xport;     /* what carries packets */
     uint32_t wire_queued;               /* frames the netdev holds back */
+    QrdmaUdSeen ud_seen[QRDMA_UD_SEEN_MAX];
+    uint32_t ud_seen_next;
     uint32_t mr_gen;                    /* bumped when access is taken away */
     QrdmaDmaCache dma;
 

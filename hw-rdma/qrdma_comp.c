@@ -250,7 +250,6 @@ static uint8_t qrdma_comp_nak_status(uint8_t code)
  */
 static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
 {
-    core->counters.rnr_naks_rcvd++;
     if (qp->comp.rnr_left == 0) {
         qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
                         QRDMA_WC_RNR_RETRY_EXC_ERR, 0);
@@ -302,7 +301,14 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         return;
     }
     if (type == QRDMA_AETH_RNR_NAK) {
-        qrdma_comp_rnr(core, qp, pkt->syndrome & 0x1f);
+        core->counters.rnr_naks_rcvd++;
+        /*
+         * While the WQE waits out an RNR NAK it has not gone again, so
+         * another NAK for it is the same one repeated by the network.
+         */
+        if (!qp->comp.rnr_wait) {
+            qrdma_comp_rnr(core, qp, pkt->syndrome & 0x1f);
+        }
         return;
     }
     qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),

@@ -372,6 +372,7 @@ void qrdma_core_reset(QrdmaCore *core)
     core->cmdq.cmpq_base = 0;
     qrdma_resources_reset(core);
     qrdma_eth_reset(core);
+    memset(core->ud_seen, 0, sizeof(core->ud_seen));
     /* The counters are the host's: a guest reset does not clear them. */
 }
 

@@ -682,6 +682,9 @@ static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
 {
     qp->mtu = qrdma_qp_mtu_of(qp);
+    if (qp->state == QRDMA_QPS_RESET || qp->state == QRDMA_QPS_ERR) {
+        qrdma_resp_farewell(core, qp, from);
+    }
     switch (qp->state) {
     case QRDMA_QPS_RESET:
         /* S36: outstanding WRs are dropped, a flush stops. */
@@ -734,6 +737,7 @@ void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
 
 void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp)
 {
+    qrdma_resp_farewell(core, qp, qp->state);
     /* S11: nothing of it runs after this. */
     qrdma_qp_unqueue(core, qp);
     timer_free(qp->timer);

@@ -83,6 +83,7 @@ void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
 bool qrdma_resp_take_recv(QrdmaCore *core, QrdmaQp *qp,
                           struct qrdma_rq_wqe *wqe);
 void qrdma_resp_flush_rq(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_resp_farewell(QrdmaCore *core, QrdmaQp *qp, uint8_t state);
 
 /* qrdma_comp.c */
 void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);

@@ -332,6 +332,27 @@ static void qrdma_resp_ack(QrdmaCore *core, QrdmaQp *qp, uint32_t psn,
 }
 
 /*
+ * An RC QP that took requests is going away (moved to ERR or RESET, or
+ * destroyed): it acknowledges once more all it took.  If its last ACK
+ * was lost, the requester would otherwise retry a QP that no longer
+ * answers until its retries run out, and fail a message that arrived:
+ * ibv_rc_pingpong's server exits as soon as its last SEND is
+ * acknowledged, before the client's last one may be.  A requester takes
+ * the ACK as a duplicate if it has the first.
+ */
+void qrdma_resp_farewell(QrdmaCore *core, QrdmaQp *qp, uint8_t state)
+{
+    if (qp->type != QRDMA_QPT_RC ||
+        (state != QRDMA_QPS_RTR && state != QRDMA_QPS_RTS &&
+         state != QRDMA_QPS_SQD && state != QRDMA_QPS_SQE) ||
+        qp->resp.epsn == (le32_to_cpu(qp->attr.rq_psn) & QRDMA_PSN_MASK)) {
+        return;
+    }
+    qrdma_resp_ack(core, qp, qp->resp.epsn - 1,
+                   QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
+}
+
+/*
  * READ: the range goes back in response packets of the path MTU, the
  * first and last with an AETH.  Carried out again for a duplicate: its
  * bytes are read anew, as the specification allows.

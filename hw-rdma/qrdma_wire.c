@@ -159,6 +159,37 @@ static bool qrdma_wire_for_us(QrdmaCore *core, const uint8_t *buf)
     return (buf[0] & 1) || !memcmp(buf, core->eth.conf.macaddr.a, 6);
 }
 
+/*
+ * Whether a UD packet came from the wire a moment ago already: a network
+ * that repeats a frame.  UD does not check PSNs, and the specification
+ * leaves such a repeat to the consumer; qrdma hands each datagram over at
+ * most once, as consumers of UD on a real fabric expect.  A packet is
+ * known by its PSN and its ICRC, which covers the GIDs, both QPNs and the
+ * payload; a repeat is one within 100 ms among the last 256.  A consumer
+ * that sends the same datagram again after a timeout of its own (a MAD
+ * retried, with the same PSN on a sender that keeps it) is not held back.
+ */
+#define QRDMA_UD_SEEN_NS (100 * SCALE_MS)
+
+static bool qrdma_wire_ud_seen(QrdmaCore *core, uint32_t psn, uint32_t icrc)
+{
+    uint64_t key = (uint64_t)psn << 32 | icrc;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    QrdmaUdSeen *e;
+    int i;
+
+    for (i = 0; i < QRDMA_UD_SEEN_MAX; i++) {
+        e = &core->ud_seen[i];
+        if (e->when && e->key == key && now - e->when < QRDMA_UD_SEEN_NS) {
+            return true;
+        }
+    }
+    e = &core->ud_seen[core->ud_seen_next++ % QRDMA_UD_SEEN_MAX];
+    e->key = key;
+    e->when = now ? now : 1;
+    return false;
+}
+
 bool qrdma_wire_receive(QrdmaCore *core, const uint8_t *buf, size_t len)
 {
     QrdmaRoceFrame f;
@@ -187,6 +218,15 @@ bool qrdma_wire_receive(QrdmaCore *core, const uint8_t *buf, size_t len)
         /* Only the multicast QPN addresses a group. */
         rx = QRDMA_ROCE_RX_BAD_BTH;
         why = "multicast GID with a unicast destination QPN";
+    }
+    if (rx == QRDMA_ROCE_RX_OK &&
+        QRDMA_OP_TRANSPORT(pkt.opcode) == QRDMA_OP_UD &&
+        qrdma_wire_ud_seen(core, pkt.psn,
+                           ldl_le_p(f.l3 + f.l3_len + f.l4_len - 4))) {
+        core->counters.ud_duplicates++;
+        core->counters.dup_reqs++;
+        trace_qrdma_wire_rx_dropped("UD packet repeated", len);
+        return true;
     }
     switch (rx) {
     case QRDMA_ROCE_RX_OK:
