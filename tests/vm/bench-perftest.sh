@@ -17,7 +17,10 @@
 # 32 (IOPS) and 128 KiB sequential reads (MiB/s), $FIO_RUNTIME s each.
 # Then ucx_perftest, UCP over rc_verbs on the device (wired up over TCP
 # on lo): tag_bw at 1 MiB (MB/s) and tag_lat at 8 B (usec, the median).
-# BENCH_PARTS (default "perftest fio ucx") picks the parts.
+# Then the sweep: ib_write_bw at every power of 4 from 64 B to 1 MiB, for
+# make bench's plot of bandwidth against message size.
+# BENCH_PARTS (default "perftest fio ucx sweep"), or
+# qrdma.bench_parts=PART,PART on the kernel command line, picks the parts.
 #
 # Output: one line per measurement, for scripts/bench to pick out of the
 # console,
@@ -26,7 +29,8 @@
 # names it), the latency tests t_typical (usec), fio IOPS or MiB/s,
 # ucx_perftest MB/s or usec; QRDMA and RXE are numbers
 # or "fail" (the median of $TRIES runs each, of those that succeeded);
-# RATIO is qrdma/rxe, or "-".  Command output goes to
+# RATIO is qrdma/rxe, or "-".  The sweep's lines are the same but
+# start with SWEEP instead of BENCH.  Command output goes to
 # $QRDMA_OUT/bench-perftest/.  Exits nonzero if any run failed, but always
 # runs (and prints) all of them.
 set -uo pipefail
@@ -46,10 +50,13 @@ TRIES=${TRIES:-3}
 # A fresh TCP port for each run: no server ever meets its predecessor's.
 PORT=18513
 FAILED=0
-BENCH_PARTS=${BENCH_PARTS:-perftest fio ucx}
+BENCH_PARTS=${BENCH_PARTS:-perftest fio ucx sweep}
+parts=$(sed -n 's/.*\bqrdma\.bench_parts=\([^ ]*\).*/\1/p' /proc/cmdline)
+[ -z "$parts" ] || BENCH_PARTS=${parts//,/ }
 FIO_RUNTIME=${FIO_RUNTIME:-5}
 
-# (test size metric iterations), in table order.
+# (test size metric iterations [tag]), in table order; the tag starts
+# the result's line (default BENCH).
 RUNS=()
 [[ " $BENCH_PARTS " != *" perftest "* ]] || RUNS+=(
     "ib_write_bw 65536 bw $BW_ITERS"
@@ -69,6 +76,16 @@ RUNS=()
     "ucx-tag_bw 1048576 bw 200"
     "ucx-tag_lat 8 lat 2000"
 )
+# The sweep: each run moves about SWEEP_BYTES (64 to 2000 messages).
+SWEEP_BYTES=$((64 << 20))
+if [[ " $BENCH_PARTS " == *" sweep "* ]]; then
+    for size in 64 256 1024 4096 16384 65536 262144 1048576; do
+        iters=$((SWEEP_BYTES / size))
+        [ "$iters" -ge 64 ] || iters=64
+        [ "$iters" -le 2000 ] || iters=2000
+        RUNS+=("ib_write_bw $size bw $iters SWEEP")
+    done
+fi
 
 info() { echo "INFO: $*"; }
 
@@ -206,13 +223,6 @@ ucx_measure() {
         '$1 == "Final:" {v = $f} END {if (v == "") exit 1; print v, u}' "$out.client"
 }
 
-# median VALUE...: the median, "fail" if there is no value.
-median() {
-    [ $# -gt 0 ] || { echo fail; return; }
-    printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1}
-        END {m = int((NR + 1) / 2); print NR % 2 ? v[m] : (v[m] + v[m + 1]) / 2}'
-}
-
 # ratio A B: A/B to two decimals, "-" unless both are numbers and B > 0.
 ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN {
@@ -221,7 +231,7 @@ ratio() {
 }
 
 main() {
-    local qrdma_ok=0 rxe_ok=0 run test size metric iters start try v
+    local qrdma_ok=0 rxe_ok=0 run test size metric iters tag start try v
     local q r qu ru qfail rfail qv rv
     mkdir -p "$LOGDIR"
     if qrdma_setup >"$LOGDIR/setup-qrdma.log" 2>&1; then
@@ -245,7 +255,7 @@ main() {
     grep '^INFO: ' "$LOGDIR/setup-fio.log" 2>/dev/null
 
     for run in "${RUNS[@]}"; do
-        read -r test size metric iters <<<"$run"
+        read -r test size metric iters tag <<<"$run"
         start=$SECONDS
         qv=() rv=() qu='' ru='' qfail=0 rfail=0
         # The devices take turns, so that a slow moment of the shared host
@@ -274,7 +284,7 @@ main() {
         r=$(median "${rv[@]}")
         info "$test -s $size -n $iters, $TRIES tries each in $((SECONDS - start)) s:" \
             "qrdma ${qv[*]:-} ($qfail failed), rxe ${rv[*]:-} ($rfail failed)"
-        echo "BENCH|$test|$size|${qu:-${ru:-?}}|$q|$r|$(ratio "$q" "$r")"
+        echo "${tag:-BENCH}|$test|$size|${qu:-${ru:-?}}|$q|$r|$(ratio "$q" "$r")"
     done
     [ $qrdma_ok = 1 ] && info "qrdma guest_errors $(qrdma_counter guest_errors)"
     [ "$FAILED" -eq 0 ]

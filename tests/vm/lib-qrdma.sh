@@ -485,3 +485,10 @@ nvme_namespace() {
     done
     return 1
 }
+
+# median VALUE...: the median of the numbers, "fail" if there is none.
+median() {
+    [ $# -gt 0 ] || { echo fail; return; }
+    printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1}
+        END {m = int((NR + 1) / 2); print NR % 2 ? v[m] : (v[m] + v[m + 1]) / 2}'
+}
