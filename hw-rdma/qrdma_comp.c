@@ -450,6 +450,12 @@ void qrdma_comp_timer(void *opaque)
     trace_qrdma_retry(qp->qpn, qp->comp.retry_left);
     qrdma_req_rewind_to(qp, qp->comp.acked);
     qrdma_dp_kick(core, qp);
+    /*
+     * Armed again even if the retry cannot leave yet (the netdev's queue
+     * is full: a peer that stopped reading): the retries count down all
+     * the same.
+     */
+    qrdma_comp_arm_retry(core, qp);
 }
 
 void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp)

@@ -3885,6 +3885,41 @@ static void test_wire_rnr_repeat(void *obj, void *data,
 }
 
 /*
+ * A peer that stops reading its socket, as a VM whose NIC is reset: the
+ * frames back up in the netdev, the requester stops sending, and its ACK
+ * timer still counts the retries down: the QP fails after 1 + retry_cnt
+ * timeouts, not once the socket drains.
+ */
+static void test_wire_stalled_peer(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    enum { N = 16, LEN = 16384 };           /* 256 frames of 1024 bytes */
+    int *sv = data;
+    struct qrdma_sq_wqe w;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    int i;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.timeout = 10;                    /* 4.2 ms of the virtual clock */
+    e0.retry_cnt = 2;
+    connect_rc(&e0, &a, &e1, &b, true);
+    for (i = 0; i < N; i++) {
+        w = wqe_sge(0xa00 + i, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+        post_send(&e0, &a, &w);
+    }
+    /* nobody reads sv[0]: three timeouts and the first WQE fails */
+    for (i = 0; i < 20; i++) {
+        qtest_clock_step(e0.t.qts, SCALE_MS);
+    }
+    expect_cqe(&e0, &e0.cq, 0xa00, a.qpn, QRDMA_WC_SEND,
+               QRDMA_WC_RETRY_EXC_ERR);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retry-exceeded"), ==, 1);
+    wire_drain(sv[0]);
+}
+
+/*
  * A responder QP that goes away acknowledges once more what it took: the
  * ACK of a SEND is lost, the responder's QP is destroyed, and its last
  * ACK completes the SEND with no retry.  ibv_rc_pingpong's server leaves
@@ -4870,6 +4905,8 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/wire-rnr-repeat", "qrdma", test_wire_rnr_repeat,
                  &relay_opts);
     qos_add_test("dp/wire-farewell-ack", "qrdma", test_wire_farewell_ack,
+                 &relay_opts);
+    qos_add_test("dp/wire-stalled-peer", "qrdma", test_wire_stalled_peer,
                  &relay_opts);
     qos_add_test("dp/wire-late-ack", "qrdma", test_wire_late_ack,
                  &relay_opts);

@@ -31,6 +31,8 @@ LOGDIR=${QRDMA_OUT:-/tmp}/wire-pair
 PP_ITERS=100 BW_ITERS=500 LAT_ITERS=500
 RUN_TIMEOUT=60
 NQN=qrdma-wire-pair
+FIO_SIZE=32M
+UD_COUNT=2000
 
 WIRE_TESTS=(
     rc_pingpong uc_pingpong ud_pingpong srq_pingpong rc_pingpong_ipv6
@@ -38,7 +40,7 @@ WIRE_TESTS=(
     send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat
     send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
     send_lat_cm write_lat_cm read_lat_cm
-    rping ucmatose udaddy nvme
+    rping ucmatose udaddy ud_datagrams rnr_forever rnr_finite nvme nvme_fio
 )
 
 describe() {
@@ -52,6 +54,10 @@ describe() {
         ucmatose) echo "ucmatose: rdma_cm RC connections, sends both ways" ;;
         udaddy) echo "udaddy: rdma_cm UD, sends both ways" ;;
         nvme) echo "NVMe over RDMA: nvmet-rdma on A serving a RAM disk, nvme-rdma on B: ext4 written, reconnected, checksums compared" ;;
+        nvme_fio) echo "NVMe over RDMA: fio on B writes A's namespace with verify=crc32c and reads every block back checked" ;;
+        ud_datagrams) echo "UD: $UD_COUNT numbered, checksummed datagrams from B to A; some may be lost, none may arrive corrupted or twice" ;;
+        rnr_forever) echo "RNR: A posts its receive 500 ms late; B's SEND with rnr_retry 7 waits through RNR NAKs and succeeds, the bytes checked" ;;
+        rnr_finite) echo "RNR: A posts no receive; B's SEND with rnr_retry 3 fails with RNR_RETRY_EXC_ERR after its retries" ;;
         faults_met) echo "behind the impairing relay: the transports met its faults (duplicates, out-of-sequence requests, NAKs, retransmits or ICRC drops counted)" ;;
     esac
 }
@@ -218,6 +224,49 @@ t_udaddy() {
         udaddy -s "$PAIR_PEER_IP" -c 2 -C 20 -S 512
 }
 
+# --- UD and RNR (tests/vm/wire-faults.c) ------------------------------------------
+
+WIRE_FAULTS=$QRDMA_PROVIDER_DIR/wire-faults
+
+# UD datagrams numbered and checksummed, from B to A: behind the relay
+# some are lost, and none may arrive corrupted or twice.
+t_ud_datagrams() {
+    local p
+    pair_need_setup || return 1
+    p=$(port)
+    pair_server_client "$LOGDIR/ud_datagrams" "cm:$p" "$RUN_TIMEOUT" \
+        "$WIRE_FAULTS" ud-recv "$PAIR_IP" "$p" "$UD_COUNT" 512 -- \
+        "$WIRE_FAULTS" ud-send "$PAIR_PEER_IP" "$p" "$UD_COUNT" 512 || return 1
+    pair_is a || return 0
+    grep '^# received' "$LOGDIR/ud_datagrams.server" | sed 's/^# /INFO: /'
+}
+
+# rnr PAIR_RNR_RETRY DELAY_MS: A's receive is late, B's send meets RNR
+# NAKs; the RNR counters of both devices must have moved.
+rnr() {
+    local p dir=/sys/class/infiniband/$PAIR_DEV/ports/1/hw_counters before after f
+    pair_need_setup || return 1
+    p=$(port)
+    f=rcvd_rnr_err
+    pair_is a && f=send_rnr_err
+    before=$(cat "$dir/$f")
+    pair_server_client "$LOGDIR/$PAIR_TEST" "cm:$p" "$RUN_TIMEOUT" \
+        "$WIRE_FAULTS" rnr-server "$PAIR_IP" "$p" "$1" "$2" -- \
+        "$WIRE_FAULTS" rnr-client "$PAIR_PEER_IP" "$p" "$1" || return 1
+    after=$(cat "$dir/$f")
+    echo "INFO: $PAIR_ROLE: $f $before -> $after"
+    [ "$after" -gt "$before" ] || { echo "no RNR NAK counted in $f"; return 1; }
+    # On a clean wire, a finite rnr_retry means exactly 1 + rnr_retry NAKs.
+    if [ "$1" != 7 ] && [ "$(pair_arg relay)" != 1 ] &&
+       [ $((after - before)) != $(($1 + 1)) ]; then
+        echo "$((after - before)) RNR NAKs for rnr_retry $1, not $(($1 + 1))"
+        return 1
+    fi
+}
+
+t_rnr_forever() { rnr 7 500; }
+t_rnr_finite() { rnr 3 -1; }
+
 # --- NVMe over RDMA ---------------------------------------------------------------
 
 NVMET=/sys/kernel/config/nvmet
@@ -229,7 +278,7 @@ NVME_PORT=4420
 nvme_target() {
     local rc=0 word
     if ! modprobe brd rd_nr=1 rd_size=262144 || ! modprobe nvmet-rdma; then
-        pair_signal nvme.ready fail
+        pair_signal "$PAIR_TEST.ready" fail
         return 1
     fi
     mkdir -p "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/ports/1" &&
@@ -243,12 +292,12 @@ nvme_target() {
         ln -s "$NVMET/subsystems/$NQN" "$NVMET/ports/1/subsystems/$NQN" &&
         wait_listen_rdma "$NVME_PORT" || rc=1
     if [ "$rc" = 0 ]; then
-        pair_signal nvme.ready ok
+        pair_signal "$PAIR_TEST.ready" ok
         echo "INFO: $NQN on $PAIR_IP:$NVME_PORT, namespace $NVME_DISK (brd, 256 MiB)"
-        word=$(pair_wait nvme.done 600) || rc=1
+        word=$(pair_wait "$PAIR_TEST.done" 600) || rc=1
         echo "B's host side: exit ${word:-unknown}"
     else
-        pair_signal nvme.ready fail
+        pair_signal "$PAIR_TEST.ready" fail
     fi
     rm -f "$NVMET/ports/1/subsystems/$NQN"
     rmdir "$NVMET/ports/1"
@@ -277,7 +326,7 @@ nvme_disconnect() {
 nvme_host() {
     local ns mnt=/mnt/nvme src=/tmp/nvme-src s e i
     modprobe nvme-rdma || return 1
-    [ "$(pair_wait nvme.ready 120)" = ok ] || { echo "A's target did not come up"; return 1; }
+    [ "$(pair_wait "$PAIR_TEST.ready" 120)" = ok ] || { echo "A's target did not come up"; return 1; }
     mkdir -p "$src/small" "$mnt"
     head -c 32M /dev/urandom >"$src/big" || return 1
     for i in $(seq 32); do
@@ -311,17 +360,40 @@ nvme_host() {
     echo "INFO: $(wc -l </tmp/nvme.sha256) files equal after a reconnect"
 }
 
-t_nvme() {
+# B's half of nvme_fio: fio writes the namespace with a CRC32C in every
+# block and reads it all back, checking each (fio exits nonzero on one bad
+# block).
+nvme_fio_host() {
+    local ns rc=0
+    modprobe nvme-rdma || return 1
+    [ "$(pair_wait "$PAIR_TEST.ready" 120)" = ok ] || { echo "A's target did not come up"; return 1; }
+    ns=$(nvme_connect) || return 1
+    echo "INFO: $NQN over $PAIR_PEER_IP: $ns"
+    timeout 600 fio --name=verify --filename="$ns" --ioengine=libaio --direct=1 \
+        --rw=randwrite --bsrange=4k-128k --iodepth=8 --size="$FIO_SIZE" \
+        --verify=crc32c --do_verify=1 --verify_fatal=1 --randseed=1 \
+        >"$LOGDIR/fio.out" 2>&1 || rc=1
+    grep -E 'err=|verify|READ:|WRITE:' "$LOGDIR/fio.out"
+    nvme_disconnect || rc=1
+    [ "$rc" = 0 ] && echo "INFO: fio wrote $FIO_SIZE in blocks of 4-128 KiB and read every block back with its CRC32C correct"
+    return "$rc"
+}
+
+# run_nvme HOST_HALF: nvmet on A, HOST_HALF on B.
+run_nvme() {
     local rc=0
     pair_need_setup || return 1
     if pair_is a; then
         nvme_target
     else
-        nvme_host || rc=$?
-        pair_signal nvme.done "$rc"
+        "$1" || rc=$?
+        pair_signal "$PAIR_TEST.done" "$rc"
         return "$rc"
     fi
 }
+
+t_nvme() { run_nvme nvme_host; }
+t_nvme_fio() { run_nvme nvme_fio_host; }
 
 # --- faults -----------------------------------------------------------------------
 

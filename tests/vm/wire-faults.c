@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * What the perftest and rdma-core examples do not show of a wire that
+ * loses, repeats and corrupts, or of a peer that is slow to receive:
+ *
+ *   wire-faults ud-recv ADDR PORT COUNT SIZE
+ *   wire-faults ud-send ADDR PORT COUNT SIZE
+ *       UD: the sender sends COUNT datagrams of SIZE bytes, each numbered
+ *       and with a checksum; the receiver takes what arrives until the
+ *       sender is done and the wire has been quiet for a while.  Some may
+ *       be lost; none may arrive corrupted or twice.
+ *
+ *   wire-faults rnr-server ADDR PORT RNR_RETRY DELAY_MS
+ *   wire-faults rnr-client ADDR PORT RNR_RETRY
+ *       RC: the server accepts one connection, sets its QP's
+ *       min_rnr_timer to 14 (1.28 ms) and posts its receive only
+ *       DELAY_MS after the connection is up (never if DELAY_MS is -1).
+ *       The client sends 4 KiB 100 ms after it, with rnr_retry
+ *       RNR_RETRY (both sides offer it in the CM exchange).  With 7 (for
+ *       ever) the send must complete and the server get the bytes; with
+ *       fewer the send must fail with IBV_WC_RNR_RETRY_EXC_ERR, after at
+ *       least RNR_RETRY waits of the timer.
+ *
+ *   wire-faults rc-sink ADDR PORT
+ *   wire-faults rc-stream ADDR PORT TIMEOUT RETRY_CNT
+ *       A peer that dies: the sink accepts one RC connection and takes
+ *       SENDs until it is killed; the stream connects with local ACK
+ *       timeout TIMEOUT and retry_cnt RETRY_CNT, prints "# streaming"
+ *       once 64 SENDs of 64 KiB completed, and sends until a SEND
+ *       fails.  That must be IBV_WC_RETRY_EXC_ERR, and come after the
+ *       last SEND that succeeded within the time the two give: at least
+ *       RETRY_CNT local ACK timeouts (4.096 us * 2^TIMEOUT), at most 4
+ *       times 1 + RETRY_CNT of them (the specification lets a timer run
+ *       up to 4 times as long) and 2 s more.  The stream then exits
+ *       without freeing anything: the kernel must.
+ *
+ * The server side binds ADDR, the client side connects to it; both
+ * connect through rdma_cm, which picks the device and the GID.  Each
+ * prints what it saw and "PASS" or "FAIL: why", and exits 0 only on PASS.
+ * Built on the host against rdma-core 56.1 by scripts/build-provider and
+ * run in the guests by tests/vm/wire-pair.sh.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#define GRH_LEN 40
+#define RNR_LEN 4096
+/* min_rnr_timer 14: 1.28 ms, in the IB specification's table. */
+#define RNR_TIMER 14
+#define RNR_TIMER_US 1280
+/* After the sender is done, the receiver waits this long for stragglers. */
+#define UD_QUIET_MS 2000
+/* Long enough for the CM to send a lost MAD again twice. */
+#define CM_TIMEOUT_MS 30000
+#define WC_TIMEOUT_MS 60000
+
+struct conn {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen_id;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t buf_len;
+	/* UD: whom to send to */
+	struct ibv_ah *ah;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+};
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(1);
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The next CM event, which must be of type want. */
+static struct rdma_cm_event *cm_expect(struct conn *c,
+				       enum rdma_cm_event_type want)
+{
+	struct pollfd p = { .fd = c->ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, CM_TIMEOUT_MS) != 1)
+		fail("no %s within %d ms", rdma_event_str(want),
+		     CM_TIMEOUT_MS);
+	if (rdma_get_cm_event(c->ch, &ev))
+		fail("rdma_get_cm_event: %s", strerror(errno));
+	if (ev->event != want)
+		fail("%s (status %d) where %s was due",
+		     rdma_event_str(ev->event), ev->status,
+		     rdma_event_str(want));
+	return ev;
+}
+
+static void resolve(const char *addr, const char *port,
+		    struct sockaddr_storage *sa)
+{
+	struct addrinfo hints = { .ai_family = AF_INET }, *res;
+
+	if (getaddrinfo(addr, port, &hints, &res))
+		fail("address %s port %s", addr, port);
+	memcpy(sa, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+}
+
+/* PD, CQ, buffer and QP of the connection's id. */
+static void make_qp(struct conn *c, enum ibv_qp_type type, int depth)
+{
+	struct ibv_qp_init_attr qa = {
+		.qp_type = type,
+		.cap = {
+			.max_send_wr = depth,
+			.max_recv_wr = depth,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	if (!c->pd)
+		fail("ibv_alloc_pd");
+	c->cq = ibv_create_cq(c->id->verbs, 2 * depth, NULL, NULL, 0);
+	if (!c->cq)
+		fail("ibv_create_cq");
+	c->buf = calloc(1, c->buf_len);
+	if (!c->buf)
+		fail("out of memory");
+	c->mr = ibv_reg_mr(c->pd, c->buf, c->buf_len, IBV_ACCESS_LOCAL_WRITE);
+	if (!c->mr)
+		fail("ibv_reg_mr: %s", strerror(errno));
+	qa.send_cq = c->cq;
+	qa.recv_cq = c->cq;
+	if (rdma_create_qp(c->id, c->pd, &qa))
+		fail("rdma_create_qp: %s", strerror(errno));
+}
+
+/* The server's half of connecting: the id of the peer's request. */
+static void cm_listen(struct conn *c, const char *addr, const char *port,
+		      enum rdma_port_space ps)
+{
+	struct sockaddr_storage sa;
+	struct rdma_cm_event *ev;
+
+	resolve(addr, port, &sa);
+	c->ch = rdma_create_event_channel();
+	if (!c->ch || rdma_create_id(c->ch, &c->listen_id, NULL, ps))
+		fail("rdma_create_id: %s", strerror(errno));
+	if (rdma_bind_addr(c->listen_id, (struct sockaddr *)&sa) ||
+	    rdma_listen(c->listen_id, 1))
+		fail("listen on %s:%s: %s", addr, port, strerror(errno));
+	printf("# listening on %s:%s\n", addr, port);
+	fflush(stdout);
+	ev = cm_expect(c, RDMA_CM_EVENT_CONNECT_REQUEST);
+	c->id = ev->id;
+	rdma_ack_cm_event(ev);
+}
+
+/* The client's half, up to the route: the QP is made next. */
+static void cm_resolve(struct conn *c, const char *addr, const char *port,
+		       enum rdma_port_space ps)
+{
+	struct sockaddr_storage sa;
+
+	resolve(addr, port, &sa);
+	c->ch = rdma_create_event_channel();
+	if (!c->ch || rdma_create_id(c->ch, &c->id, NULL, ps))
+		fail("rdma_create_id: %s", strerror(errno));
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&sa, 5000))
+		fail("rdma_resolve_addr: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(c, RDMA_CM_EVENT_ADDR_RESOLVED));
+	if (rdma_resolve_route(c->id, 5000))
+		fail("rdma_resolve_route: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED));
+}
+
+/* One completion within ms, or none (false). */
+static bool poll_one(struct conn *c, struct ibv_wc *wc, int ms)
+{
+	int64_t end = now_us() + (int64_t)ms * 1000;
+	int n;
+
+	do {
+		n = ibv_poll_cq(c->cq, 1, wc);
+		if (n < 0)
+			fail("ibv_poll_cq");
+		if (n)
+			return true;
+		usleep(100);
+	} while (now_us() < end);
+	return false;
+}
+
+static void post_recv(struct conn *c, uint64_t off, uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)c->buf + off,
+		.length = len,
+		.lkey = c->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = off, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	if (ibv_post_recv(c->id->qp, &wr, &bad))
+		fail("ibv_post_recv: %s", strerror(errno));
+}
+
+static void post_send(struct conn *c, uint64_t off, uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)c->buf + off,
+		.length = len,
+		.lkey = c->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = off,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
+
+	if (c->ah) {
+		wr.wr.ud.ah = c->ah;
+		wr.wr.ud.remote_qpn = c->remote_qpn;
+		wr.wr.ud.remote_qkey = c->remote_qkey;
+	}
+	if (ibv_post_send(c->id->qp, &wr, &bad))
+		fail("ibv_post_send: %s", strerror(errno));
+}
+
+/*
+ * A datagram: its number, then bytes that follow from the number, then a
+ * checksum of all before it (FNV-1a: the test's own, independent of the
+ * ICRC that the wire checks).
+ */
+static uint32_t fnv1a(const uint8_t *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *p++) * 16777619u;
+	return h;
+}
+
+static void ud_fill(uint8_t *p, uint32_t size, uint32_t seq)
+{
+	uint32_t i, h;
+
+	memcpy(p, &seq, 4);
+	for (i = 4; i < size - 4; i++)
+		p[i] = (uint8_t)(seq * 7 + i * 13);
+	h = fnv1a(p, size - 4);
+	memcpy(p + size - 4, &h, 4);
+}
+
+static bool ud_check(const uint8_t *p, uint32_t size, uint32_t *seq)
+{
+	uint32_t i, h;
+
+	memcpy(seq, p, 4);
+	memcpy(&h, p + size - 4, 4);
+	if (h != fnv1a(p, size - 4))
+		return false;
+	for (i = 4; i < size - 4; i++)
+		if (p[i] != (uint8_t)(*seq * 7 + i * 13))
+			return false;
+	return true;
+}
+
+/* The receive ring of the UD receiver: slots of GRH + SIZE. */
+#define UD_RING 256
+
+static int ud_recv(const char *addr, const char *port, uint32_t count,
+		   uint32_t size)
+{
+	struct conn c = { .buf_len = (size_t)UD_RING * (GRH_LEN + size) };
+	struct rdma_conn_param cp = { 0 };
+	uint32_t got = 0, bad = 0, twice = 0, beyond = 0, distinct = 0, seq, i;
+	uint8_t *seen = calloc(count, 1);
+	uint32_t *first = calloc(count, sizeof(*first));
+	int64_t last;
+	struct ibv_wc wc;
+
+	if (!seen || !first)
+		fail("out of memory");
+	cm_listen(&c, addr, port, RDMA_PS_UDP);
+	make_qp(&c, IBV_QPT_UD, UD_RING);
+	for (i = 0; i < UD_RING; i++)
+		post_recv(&c, (uint64_t)i * (GRH_LEN + size), GRH_LEN + size);
+	cp.qp_num = c.id->qp->qp_num;
+	if (rdma_accept(c.id, &cp))
+		fail("rdma_accept: %s", strerror(errno));
+	/* Until the sender has sent all and the wire has been quiet. */
+	last = now_us();
+	while (now_us() - last < (int64_t)(got ? UD_QUIET_MS : WC_TIMEOUT_MS) *
+	       1000) {
+		if (!poll_one(&c, &wc, 10))
+			continue;
+		last = now_us();
+		if (wc.status != IBV_WC_SUCCESS)
+			fail("receive completed with %s",
+			     ibv_wc_status_str(wc.status));
+		if (wc.byte_len != GRH_LEN + size) {
+			bad++;
+		} else if (!ud_check(c.buf + wc.wr_id + GRH_LEN, size,
+				     &seq)) {
+			bad++;
+		} else if (seq >= count) {
+			beyond++;
+		} else if (seen[seq]++) {
+			if (twice++ < 10)
+				printf("# datagram %u again, %u received since the first\n",
+				       seq, got - first[seq]);
+		} else {
+			first[seq] = got;
+		}
+		got++;
+		post_recv(&c, wc.wr_id, GRH_LEN + size);
+	}
+	for (i = 0; i < count; i++)
+		distinct += !!seen[i];
+	printf("# received %u of %u datagrams of %u bytes: %u lost, %u corrupted, %u twice, %u never sent\n",
+	       got, count, size, count - distinct, bad, twice, beyond);
+	if (!got)
+		fail("nothing arrived");
+	if (bad || twice || beyond)
+		fail("a datagram arrived corrupted, twice or made up");
+	printf("PASS\n");
+	return 0;
+}
+
+static int ud_send(const char *addr, const char *port, uint32_t count,
+		   uint32_t size)
+{
+	struct conn c = { .buf_len = (size_t)64 * size };
+	struct rdma_conn_param cp = { 0 };
+	struct rdma_cm_event *ev;
+	uint32_t sent = 0, done = 0, errors = 0;
+	struct ibv_wc wc;
+
+	cm_resolve(&c, addr, port, RDMA_PS_UDP);
+	make_qp(&c, IBV_QPT_UD, 64);
+	if (rdma_connect(c.id, &cp))
+		fail("rdma_connect: %s", strerror(errno));
+	ev = cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED);
+	c.remote_qpn = ev->param.ud.qp_num;
+	c.remote_qkey = ev->param.ud.qkey;
+	c.ah = ibv_create_ah(c.pd, &ev->param.ud.ah_attr);
+	rdma_ack_cm_event(ev);
+	if (!c.ah)
+		fail("ibv_create_ah: %s", strerror(errno));
+	/* 32 in flight: a slow receiver loses some, as UD allows. */
+	while (done < count) {
+		while (sent < count && sent - done < 32) {
+			uint64_t off = (uint64_t)(sent % 64) * size;
+
+			ud_fill(c.buf + off, size, sent);
+			post_send(&c, off, size);
+			sent++;
+		}
+		if (!poll_one(&c, &wc, WC_TIMEOUT_MS))
+			fail("a send did not complete");
+		if (wc.status != IBV_WC_SUCCESS)
+			errors++;
+		done++;
+	}
+	printf("# sent %u datagrams of %u bytes to QPN 0x%x, %u send errors\n",
+	       count, size, c.remote_qpn, errors);
+	if (errors)
+		fail("sends completed in error");
+	printf("PASS\n");
+	return 0;
+}
+
+static int rnr_server(const char *addr, const char *port, int rnr_retry,
+		      int delay_ms)
+{
+	struct conn c = { .buf_len = RNR_LEN };
+	struct rdma_conn_param cp = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = rnr_retry,
+	};
+	struct ibv_qp_attr attr = { .min_rnr_timer = RNR_TIMER };
+	struct ibv_wc wc;
+	uint32_t i;
+
+	cm_listen(&c, addr, port, RDMA_PS_TCP);
+	make_qp(&c, IBV_QPT_RC, 4);
+	if (rdma_accept(c.id, &cp))
+		fail("rdma_accept: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED));
+	/* rdma_cm leaves min_rnr_timer at 0, 655 ms: a shorter one. */
+	if (ibv_modify_qp(c.id->qp, &attr, IBV_QP_MIN_RNR_TIMER))
+		fail("ibv_modify_qp(min_rnr_timer): %s", strerror(errno));
+	if (delay_ms < 0) {
+		printf("# no receive posted: the client's send must fail\n");
+		rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_DISCONNECTED));
+		printf("PASS\n");
+		return 0;
+	}
+	usleep((useconds_t)delay_ms * 1000);
+	post_recv(&c, 0, RNR_LEN);
+	printf("# receive posted %d ms after the connection\n", delay_ms);
+	if (!poll_one(&c, &wc, WC_TIMEOUT_MS))
+		fail("the send never arrived");
+	if (wc.status != IBV_WC_SUCCESS || wc.byte_len != RNR_LEN)
+		fail("receive: %s, %u bytes", ibv_wc_status_str(wc.status),
+		     wc.byte_len);
+	for (i = 0; i < RNR_LEN; i++)
+		if (c.buf[i] != (uint8_t)(i * 11 + 3))
+			fail("byte %u is 0x%02x", i, c.buf[i]);
+	printf("# %d bytes received and checked\n", RNR_LEN);
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_DISCONNECTED));
+	printf("PASS\n");
+	return 0;
+}
+
+static int rnr_client(const char *addr, const char *port, int rnr_retry)
+{
+	struct conn c = { .buf_len = RNR_LEN };
+	struct rdma_conn_param cp = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = rnr_retry,
+	};
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_wc wc;
+	int64_t start, took;
+	uint32_t i;
+
+	cm_resolve(&c, addr, port, RDMA_PS_TCP);
+	make_qp(&c, IBV_QPT_RC, 4);
+	if (rdma_connect(c.id, &cp))
+		fail("rdma_connect: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED));
+	if (ibv_query_qp(c.id->qp, &qa, IBV_QP_RNR_RETRY, &ia))
+		fail("ibv_query_qp: %s", strerror(errno));
+	if (qa.rnr_retry != rnr_retry)
+		fail("the QP's rnr_retry is %u, not %d", qa.rnr_retry,
+		     rnr_retry);
+	/* The server's min_rnr_timer set meanwhile. */
+	usleep(100 * 1000);
+	for (i = 0; i < RNR_LEN; i++)
+		c.buf[i] = (uint8_t)(i * 11 + 3);
+	start = now_us();
+	post_send(&c, 0, RNR_LEN);
+	if (!poll_one(&c, &wc, WC_TIMEOUT_MS))
+		fail("the send did not complete in %d ms", WC_TIMEOUT_MS);
+	took = now_us() - start;
+	printf("# rnr_retry %d: the send completed with %s after %lld ms\n",
+	       rnr_retry, ibv_wc_status_str(wc.status),
+	       (long long)took / 1000);
+	/*
+	 * Until the server's answer (or the CM's timeout): the DREQ is
+	 * retried only while the id lives, and the wire may lose it.
+	 */
+	if (rdma_disconnect(c.id))
+		fail("rdma_disconnect: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_DISCONNECTED));
+	if (rnr_retry == 7) {
+		if (wc.status != IBV_WC_SUCCESS)
+			fail("rnr_retry 7 retries for ever: the send must succeed");
+	} else {
+		if (wc.status != IBV_WC_RNR_RETRY_EXC_ERR)
+			fail("expected IBV_WC_RNR_RETRY_EXC_ERR");
+		if (took < (int64_t)rnr_retry * RNR_TIMER_US)
+			fail("failed after %lld us, before %d RNR waits of %d us",
+			     (long long)took, rnr_retry, RNR_TIMER_US);
+	}
+	printf("PASS\n");
+	return 0;
+}
+
+#define STREAM_LEN 65536
+#define STREAM_DEPTH 16
+
+static int rc_sink(const char *addr, const char *port)
+{
+	struct conn c = { .buf_len = (size_t)STREAM_DEPTH * STREAM_LEN };
+	struct rdma_conn_param cp = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	uint64_t got = 0;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	cm_listen(&c, addr, port, RDMA_PS_TCP);
+	make_qp(&c, IBV_QPT_RC, STREAM_DEPTH);
+	for (i = 0; i < STREAM_DEPTH; i++)
+		post_recv(&c, (uint64_t)i * STREAM_LEN, STREAM_LEN);
+	if (rdma_accept(c.id, &cp))
+		fail("rdma_accept: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED));
+	printf("# taking SENDs until this VM dies\n");
+	for (;;) {
+		if (!poll_one(&c, &wc, 1000))
+			continue;
+		if (wc.status != IBV_WC_SUCCESS)
+			fail("receive %llu: %s", (unsigned long long)got,
+			     ibv_wc_status_str(wc.status));
+		got++;
+		post_recv(&c, wc.wr_id, STREAM_LEN);
+	}
+}
+
+static int rc_stream(const char *addr, const char *port, int timeout,
+		     int retry_cnt)
+{
+	struct conn c = { .buf_len = STREAM_LEN };
+	struct rdma_conn_param cp = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = retry_cnt,
+		.rnr_retry_count = 7,
+	};
+	uint8_t t = timeout;
+	double tmo_us = 4.096 * (double)(1u << timeout);
+	int64_t last_ok, now, took, lo, hi;
+	uint64_t ok = 0, posted = 0;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_wc wc;
+
+	cm_resolve(&c, addr, port, RDMA_PS_TCP);
+	if (rdma_set_option(c.id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			    &t, sizeof(t)))
+		fail("rdma_set_option(ACK_TIMEOUT): %s", strerror(errno));
+	make_qp(&c, IBV_QPT_RC, STREAM_DEPTH);
+	if (rdma_connect(c.id, &cp))
+		fail("rdma_connect: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED));
+	if (ibv_query_qp(c.id->qp, &qa, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &ia))
+		fail("ibv_query_qp: %s", strerror(errno));
+	printf("# QP timeout %u, retry_cnt %u\n", qa.timeout, qa.retry_cnt);
+	if (qa.timeout != timeout || qa.retry_cnt != retry_cnt)
+		fail("the QP's timeout and retry_cnt are not %d and %d",
+		     timeout, retry_cnt);
+	last_ok = now_us();
+	for (;;) {
+		while (posted - ok < STREAM_DEPTH) {
+			post_send(&c, 0, STREAM_LEN);
+			posted++;
+		}
+		if (!poll_one(&c, &wc, WC_TIMEOUT_MS))
+			fail("no completion for %d ms: the QP neither moved nor failed",
+			     WC_TIMEOUT_MS);
+		now = now_us();
+		if (wc.status != IBV_WC_SUCCESS)
+			break;
+		last_ok = now;
+		if (++ok == 64)
+			printf("# streaming\n");
+	}
+	took = now - last_ok;
+	lo = (int64_t)(retry_cnt * tmo_us);
+	hi = (int64_t)(4 * (retry_cnt + 1) * tmo_us) + 2000000;
+	printf("# %llu SENDs of %d bytes completed; then %s, %lld ms after the last\n",
+	       (unsigned long long)ok, STREAM_LEN,
+	       ibv_wc_status_str(wc.status), (long long)took / 1000);
+	printf("# the bound: %lld to %lld ms (timeout %d: %.1f ms, retry_cnt %d)\n",
+	       (long long)lo / 1000, (long long)hi / 1000, timeout,
+	       tmo_us / 1000, retry_cnt);
+	if (wc.status != IBV_WC_RETRY_EXC_ERR)
+		fail("expected IBV_WC_RETRY_EXC_ERR");
+	if (ok < 64)
+		fail("the peer died before the stream was under way");
+	if (took < lo || took > hi)
+		fail("outside the bound");
+	printf("PASS\n");
+	/* Nothing freed: the kernel must, as the process exits. */
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 6 && !strncmp(argv[1], "ud-", 3) &&
+	    (atoi(argv[4]) < 1 || atoi(argv[5]) < 8))
+		fail("COUNT must be 1 or more, SIZE 8 or more");
+	if (argc == 6 && !strcmp(argv[1], "ud-recv"))
+		return ud_recv(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+	if (argc == 6 && !strcmp(argv[1], "ud-send"))
+		return ud_send(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+	if (argc == 6 && !strcmp(argv[1], "rnr-server"))
+		return rnr_server(argv[2], argv[3], atoi(argv[4]),
+				  atoi(argv[5]));
+	if (argc == 5 && !strcmp(argv[1], "rnr-client"))
+		return rnr_client(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "rc-sink"))
+		return rc_sink(argv[2], argv[3]);
+	if (argc == 6 && !strcmp(argv[1], "rc-stream"))
+		return rc_stream(argv[2], argv[3], atoi(argv[4]),
+				 atoi(argv[5]));
+	fprintf(stderr,
+		"usage: %s ud-recv|ud-send ADDR PORT COUNT SIZE\n"
+		"       %s rnr-server ADDR PORT RNR_RETRY DELAY_MS\n"
+		"       %s rnr-client ADDR PORT RNR_RETRY\n"
+		"       %s rc-sink ADDR PORT\n"
+		"       %s rc-stream ADDR PORT TIMEOUT RETRY_CNT\n",
+		argv[0], argv[0], argv[0], argv[0], argv[0]);
+	return 2;
+}
