@@ -42,9 +42,22 @@
 /* A reordered frame goes at the latest after this, later ones or not. */
 #define REORDER_MAX_NS  (50 * 1000000ull)
 
+/*
+ * Frames for a port whose socket was full, in the order they came: they
+ * go, and every later frame for that port goes, behind the first, as a
+ * NIC's transmit queue holds them.  Not held otherwise: a full socket
+ * reorders nothing the relay was not told to reorder.
+ */
+typedef struct Backlog {
+    uint8_t *buf[HELD_MAX];
+    uint32_t len[HELD_MAX];
+    unsigned head, count;
+} Backlog;
+
 typedef struct Port {
     int fd;
     struct sockaddr_un peer;
+    Backlog backlog;
 } Port;
 
 typedef struct Held {
@@ -154,13 +167,51 @@ static int port_open(const char *spec)
     return 0;
 }
 
-static void hold(int from, int to, const uint8_t *buf, uint32_t len,
-                 uint64_t due, unsigned behind);
+/* 1 sent, 0 the socket is full, -1 lost (nobody there). */
+static int port_send(Port *p, const uint8_t *buf, uint32_t len)
+{
+    if (sendto(p->fd, buf, len, 0, (struct sockaddr *)&p->peer,
+               sizeof(p->peer)) == (ssize_t)len) {
+        stats.out++;
+        return 1;
+    }
+    if (errno == EAGAIN || errno == ENOBUFS) {
+        return 0;
+    }
+    stats.overflow++;
+    return -1;
+}
+
+static void backlog_add(Backlog *b, const uint8_t *buf, uint32_t len)
+{
+    unsigned tail = (b->head + b->count) % HELD_MAX;
+
+    if (b->count == HELD_MAX || !(b->buf[tail] = malloc(len))) {
+        stats.overflow++;
+        return;
+    }
+    memcpy(b->buf[tail], buf, len);
+    b->len[tail] = len;
+    b->count++;
+}
+
+/* Whatever of its backlog the port's socket takes now, in order. */
+static void backlog_flush(Port *p)
+{
+    Backlog *b = &p->backlog;
+
+    while (b->count && port_send(p, b->buf[b->head], b->len[b->head])) {
+        free(b->buf[b->head]);
+        b->head = (b->head + 1) % HELD_MAX;
+        b->count--;
+    }
+}
 
 /*
  * To port to, or to every port but the one it came in on.  A VM whose
- * socket is full gets it a little later, as a NIC's queue would hold it;
- * one that is not there (yet, or any more) loses it, as a cable would.
+ * socket is full gets it a little later, in order, as a NIC's queue would
+ * hold it; one that is not there (yet, or any more) loses it, as a cable
+ * would.
  */
 static void forward(int from, int to, const uint8_t *buf, uint32_t len)
 {
@@ -170,14 +221,9 @@ static void forward(int from, int to, const uint8_t *buf, uint32_t len)
         if (i == from || (to >= 0 && i != to)) {
             continue;
         }
-        if (sendto(ports[i].fd, buf, len, 0,
-                   (struct sockaddr *)&ports[i].peer,
-                   sizeof(ports[i].peer)) == (ssize_t)len) {
-            stats.out++;
-        } else if (errno == EAGAIN || errno == ENOBUFS) {
-            hold(from, i, buf, len, now_ns() + 200000, 0);
-        } else {
-            stats.overflow++;
+        backlog_flush(&ports[i]);
+        if (ports[i].backlog.count || !port_send(&ports[i], buf, len)) {
+            backlog_add(&ports[i].backlog, buf, len);
         }
     }
 }
@@ -236,6 +282,13 @@ static int next_due_ms(uint64_t now)
 {
     uint64_t first = UINT64_MAX;
     int i;
+
+    /* A backlog is tried again each millisecond. */
+    for (i = 0; i < nports; i++) {
+        if (ports[i].backlog.count) {
+            first = now + 1000000;
+        }
+    }
 
     for (i = 0; i < nheld; i++) {
         if (held[i].due_ns < first) {
@@ -425,6 +478,9 @@ int main(int argc, char **argv)
                 }
                 take(&r, i, buf, n);
             }
+        }
+        for (i = 0; i < nports; i++) {
+            backlog_flush(&ports[i]);
         }
         release_due(now_ns());
     }

@@ -203,6 +203,17 @@ static void cm_resolve(struct conn *c, const char *addr, const char *port,
 	rdma_ack_cm_event(cm_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED));
 }
 
+/* What an RC end offers in the CM exchange: one READ each way. */
+static struct rdma_conn_param rc_param(int retry_cnt, int rnr_retry)
+{
+	return (struct rdma_conn_param) {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = retry_cnt,
+		.rnr_retry_count = rnr_retry,
+	};
+}
+
 /* One completion within ms, or none (false). */
 static bool poll_one(struct conn *c, struct ibv_wc *wc, int ms)
 {
@@ -407,12 +418,7 @@ static int rnr_server(const char *addr, const char *port, int rnr_retry,
 		      int delay_ms)
 {
 	struct conn c = { .buf_len = RNR_LEN };
-	struct rdma_conn_param cp = {
-		.responder_resources = 1,
-		.initiator_depth = 1,
-		.retry_count = 7,
-		.rnr_retry_count = rnr_retry,
-	};
+	struct rdma_conn_param cp = rc_param(7, rnr_retry);
 	struct ibv_qp_attr attr = { .min_rnr_timer = RNR_TIMER };
 	struct ibv_wc wc;
 	uint32_t i;
@@ -451,12 +457,7 @@ static int rnr_server(const char *addr, const char *port, int rnr_retry,
 static int rnr_client(const char *addr, const char *port, int rnr_retry)
 {
 	struct conn c = { .buf_len = RNR_LEN };
-	struct rdma_conn_param cp = {
-		.responder_resources = 1,
-		.initiator_depth = 1,
-		.retry_count = 7,
-		.rnr_retry_count = rnr_retry,
-	};
+	struct rdma_conn_param cp = rc_param(7, rnr_retry);
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr qa;
 	struct ibv_wc wc;
@@ -512,12 +513,7 @@ static int rnr_client(const char *addr, const char *port, int rnr_retry)
 static int rc_sink(const char *addr, const char *port)
 {
 	struct conn c = { .buf_len = (size_t)STREAM_DEPTH * STREAM_LEN };
-	struct rdma_conn_param cp = {
-		.responder_resources = 1,
-		.initiator_depth = 1,
-		.retry_count = 7,
-		.rnr_retry_count = 7,
-	};
+	struct rdma_conn_param cp = rc_param(7, 7);
 	uint64_t got = 0;
 	struct ibv_wc wc;
 	uint32_t i;
@@ -545,12 +541,7 @@ static int rc_stream(const char *addr, const char *port, int timeout,
 		     int retry_cnt)
 {
 	struct conn c = { .buf_len = STREAM_LEN };
-	struct rdma_conn_param cp = {
-		.responder_resources = 1,
-		.initiator_depth = 1,
-		.retry_count = retry_cnt,
-		.rnr_retry_count = 7,
-	};
+	struct rdma_conn_param cp = rc_param(retry_cnt, 7);
 	uint8_t t = timeout;
 	double tmo_us = 4.096 * (double)(1u << timeout);
 	int64_t last_ok, now, took, lo, hi;

@@ -307,10 +307,16 @@ nvme_target() {
     return "$rc"
 }
 
-# nvme_connect: connected to A's target; prints the namespace.
+# nvme_connect: connected to A's target; prints the namespace.  Behind
+# the relay, a keep-alive timeout of 30 s, not 5: under TCG an RC QP
+# recovering from lost packets (ACK timeouts of half a second) can hold
+# a keep-alive back longer than 5 s, and the target then drops the
+# controller, though no data is lost.
 nvme_connect() {
-    timeout 120 nvme connect -t rdma -a "$PAIR_PEER_IP" -s "$NVME_PORT" -n "$NQN" -i 2 >&2 ||
-        return 1
+    local kato=()
+    [ "$(pair_arg relay)" != 1 ] || kato=(--keep-alive-tmo=30)
+    timeout 120 nvme connect -t rdma -a "$PAIR_PEER_IP" -s "$NVME_PORT" -n "$NQN" -i 2 \
+        "${kato[@]}" >&2 || return 1
     wait_for 20 nvme_namespace || { echo "no namespace" >&2; return 1; }
     wait_for 5 sh -c "test -b $(nvme_namespace)" || return 1
     nvme_namespace
