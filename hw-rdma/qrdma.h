@@ -179,6 +179,16 @@ typedef struct QrdmaResp {
      */
     QrdmaAtomicRes atomics[QRDMA_MAX_RD_ATOMIC];
     uint32_t atomic_next;
+    /*
+     * The PSNs of the last QRDMA_MAX_RD_ATOMIC READs: a READ asked for
+     * again from one of its responses on is answered from there on as
+     * the rest of the first answer (MIDDLE, LAST), as Linux rxe expects.
+     */
+    struct {
+        uint32_t psn;
+        uint32_t psns;                  /* 0: none */
+    } reads[QRDMA_MAX_RD_ATOMIC];
+    uint32_t read_next;
 } QrdmaResp;
 
 /*

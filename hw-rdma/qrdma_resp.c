@@ -353,12 +353,34 @@ void qrdma_resp_farewell(QrdmaCore *core, QrdmaQp *qp, uint8_t state)
 }
 
 /*
+ * Whether a READ that came again starts past the first PSN of a READ
+ * taken before: a requester that lost a response asks for the rest only.
+ */
+static bool qrdma_resp_read_resumed(QrdmaQp *qp, uint32_t psn)
+{
+    int i;
+
+    for (i = 0; i < QRDMA_MAX_RD_ATOMIC; i++) {
+        int32_t d = qrdma_psn_diff(psn, qp->resp.reads[i].psn);
+
+        if (qp->resp.reads[i].psns && d > 0 &&
+            d < (int32_t)qp->resp.reads[i].psns) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
  * READ: the range goes back in response packets of the path MTU, the
  * first and last with an AETH.  Carried out again for a duplicate: its
- * bytes are read anew, as the specification allows.
+ * bytes are read anew, as the specification allows.  resumed: the
+ * duplicate asks for the rest of an earlier READ, whose answer it goes
+ * on with (MIDDLE ... LAST).
  */
 static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
-                                     QrdmaPkt *pkt, uint32_t *psns)
+                                     QrdmaPkt *pkt, uint32_t *psns,
+                                     bool resumed)
 {
     uint32_t mtu = qrdma_qp_mtu(qp);
     uint32_t len = pkt->dma_len, n, i, k, burst;
@@ -376,7 +398,7 @@ static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
     burst = MAX(core->xport->max_burst / mtu, 1);
     for (i = 0; i < n; i += k) {
         QrdmaPkt out = { };
-        bool first = i == 0, last;
+        bool first = i == 0 && !resumed, last;
 
         k = MIN(burst, n - i);
         last = i + k == n;
@@ -632,7 +654,8 @@ static void qrdma_resp_duplicate(QrdmaCore *core, QrdmaQp *qp,
 
     core->counters.dup_reqs++;
     if (flags & QRDMA_OPF_READ) {
-        qrdma_resp_read(core, qp, pkt, &psns);
+        qrdma_resp_read(core, qp, pkt, &psns,
+                        qrdma_resp_read_resumed(qp, pkt->psn));
     } else if (flags & QRDMA_OPF_ATOMIC) {
         const QrdmaAtomicRes *res = qrdma_resp_atomic_res(qp, pkt->psn);
 
@@ -787,7 +810,13 @@ void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
     } else if (flags & QRDMA_OPF_WRITE) {
         rx = qrdma_resp_write(core, qp, pkt, flags);
     } else if (flags & QRDMA_OPF_READ) {
-        rx = qrdma_resp_read(core, qp, pkt, &psns);
+        rx = qrdma_resp_read(core, qp, pkt, &psns, false);
+        if (rx == QRDMA_RX_OK) {
+            uint32_t r = qp->resp.read_next++ % QRDMA_MAX_RD_ATOMIC;
+
+            qp->resp.reads[r].psn = pkt->psn;
+            qp->resp.reads[r].psns = psns;
+        }
     } else if (flags & QRDMA_OPF_ATOMIC) {
         rx = qrdma_resp_atomic(core, qp, pkt);
     } else {
