@@ -1,6 +1,10 @@
 # Shared helpers for the qrdma scripts: paths, pinned versions, stage timing.
 # Sourced, never run.
 
+# A command substitution keeps errexit: x=$(f) fails when a command in f
+# fails, not only when its last one does.
+shopt -s inherit_errexit
+
 QRDMA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Everything expensive (downloads, QEMU builds, guest images) lives outside
 # the clone so that a fresh clone in CI reuses it; entries are keyed by
@@ -21,6 +25,13 @@ QEMU_BUILD_SAN=$QRDMA_CACHE/qemu-$QEMU_VERSION/build-san
 # own that also has hw-rdma/qemu-10.0-fuzz.patch.
 QEMU_SRC_FUZZ=$QRDMA_CACHE/qemu-$QEMU_VERSION/src-fuzz
 QEMU_BUILD_FUZZ=$QRDMA_CACHE/qemu-$QEMU_VERSION/build-fuzz
+# What this checkout runs: scripts/build-qemu copies each build's products
+# here from the shared build directories, under the tree's lock, so that a
+# build from another checkout never changes them.
+QEMU_BIN=$QRDMA_ROOT/build/qemu/plain/qemu-system-x86_64
+QEMU_BIN_SAN=$QRDMA_ROOT/build/qemu/san/qemu-system-x86_64
+QOS_TEST_SAN=$QRDMA_ROOT/build/qemu/san/tests/qtest/qos-test
+QEMU_BIN_FUZZ=$QRDMA_ROOT/build/qemu/fuzz/qemu-fuzz-x86_64
 
 RDMA_CORE_VERSION=56.1
 RDMA_CORE_ORIG=rdma-core_56.1.orig.tar.gz
@@ -38,35 +49,154 @@ qrdma_die() {
 }
 
 # stage NAME DESCRIPTION CMD...: run one step, saying what it does and how
-# long it took, so a slow CI run shows where its time went.  With
-# QRDMA_STAGE_LOG set (main-job and test-all set it), each stage, nested ones
-# too, is also recorded there for stage_summary.
+# long it took, so a slow CI run shows where its time went.
+#
+# The step runs in a subshell with errexit and pipefail on, so any command
+# of a shell function that fails ends the step; its output (stdout and
+# stderr, merged) also goes to build/logs/<path>.log, where <path> names
+# the stages it runs inside.  A failed step prints "FAILED", never "done",
+# and, if no stage inside it failed first, the last lines of its log; its
+# status is the stage's.  Every stage, nested ones too, is recorded in
+# $QRDMA_STAGE_LOG (set by the outermost stage if nobody set it) for
+# stage_summary.
+#
+# bash ignores errexit in a function, and in every subshell it starts, when
+# the call stands where a failure is tested (if, while, &&, ||, !): a step
+# called from there would run on past its failures.  So stage refuses to
+# run from there; call it as a plain command and let its status end the
+# script (set -e), or read $? on the next line.
 stage() {
-    local name=$1 what=$2 start rc depth=${QRDMA_STAGE_DEPTH:-0} t0=$EPOCHREALTIME
+    local name=$1 what=$2 start rc errexit_on t0=$EPOCHREALTIME
+    local depth=${QRDMA_STAGE_DEPTH:-0} path log own_log=''
     shift 2
+    errexit_check
+    if [ "$ERREXIT_IGNORED" -eq 1 ]; then
+        printf 'error: stage %s called where bash ignores errexit (if, &&, ||, !): its failures would go unseen\n' \
+            "$name" >&2
+        return 70
+    fi
+    errexit_on=0
+    [[ $- != *e* ]] || errexit_on=1
+    set +e
+    if [ -z "${QRDMA_STAGE_LOG:-}" ]; then
+        QRDMA_STAGE_LOG=$(mktemp "${TMPDIR:-/tmp}/qrdma-stages.XXXXXX")
+        export QRDMA_STAGE_LOG
+        own_log=$QRDMA_STAGE_LOG
+    fi
+    path=${QRDMA_STAGE_PATH:+$QRDMA_STAGE_PATH.}$name
+    log=$QRDMA_ROOT/build/logs/$path.log
+    mkdir -p "${log%/*}"
+    printf '# stage %s: %s\n' "$name" "$what" >"$log"
     printf '==> [%s] %s\n' "$name" "$what" >&2
     start=$(date +%s)
-    export QRDMA_STAGE_DEPTH=$((depth + 1))
-    "$@"
-    rc=$?
-    QRDMA_STAGE_DEPTH=$depth
-    printf '<== [%s] %s in %ss\n' "$name" \
-        "$([ $rc -eq 0 ] && echo done || echo "FAILED ($rc)")" \
-        "$(( $(date +%s) - start ))" >&2
-    [ -z "${QRDMA_STAGE_LOG:-}" ] ||
-        printf '%s %s %s %s %s\n' "$t0" "$depth" "$name" \
-            "$(( $(date +%s) - start ))" "$rc" >>"$QRDMA_STAGE_LOG"
-    return $rc
+    (
+        export QRDMA_STAGE_DEPTH=$((depth + 1)) QRDMA_STAGE_PATH=$path
+        set -eo pipefail
+        "$@"
+    ) 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+    printf '%s %s %s %s %s %s\n' "$t0" "$depth" "$name" \
+        "$(( $(date +%s) - start ))" "$rc" "$log" >>"$QRDMA_STAGE_LOG"
+    if [ "$rc" -eq 0 ]; then
+        printf '<== [%s] done in %ss\n' "$name" "$(( $(date +%s) - start ))" >&2
+    else
+        printf '<== [%s] FAILED (%s) in %ss\n' "$name" "$rc" \
+            "$(( $(date +%s) - start ))" >&2
+        # The innermost failure shows its log; the stages around it only
+        # say that they failed with it.
+        [ -n "$(stage_failures "$QRDMA_STAGE_LOG" "$t0")" ] ||
+            stage_failure_report "$name" "$what" "$log"
+    fi
+    [ -z "$own_log" ] || { rm -f "$own_log"; unset QRDMA_STAGE_LOG; }
+    [ $errexit_on -eq 0 ] || set -e
+    return "$rc"
+}
+
+# stage_failures FILE [AFTER]: the failed stages recorded in FILE that
+# started after the time AFTER (default: all), innermost first.
+stage_failures() {
+    [ -s "$1" ] || return 0
+    awk -v after="${2:-0}" '$1 > after && $5 != 0' "$1" | sort -s -k1,1gr
+}
+
+stage_failure_report() {
+    local name=$1 what=$2 log=$3
+    printf 'error: stage %s failed: %s\n' "$name" "$what" >&2
+    if [ -s "$log" ]; then
+        printf '  the last lines of its log, %s:\n' "$log" >&2
+        tail -n 25 "$log" | sed 's/^/  | /' >&2
+    fi
 }
 
 # stage_summary FILE: the stages recorded in FILE, in the order they
-# started, nested ones indented under the stage that ran them.
+# started, nested ones indented under the stage that ran them; then, if one
+# failed, which one and the end of its log again, so that the last thing a
+# failed run prints is why.
 stage_summary() {
+    local first
     [ -s "$1" ] || return 0
     printf 'time by stage:\n' >&2
     sort -s -k1,1g "$1" |
         awk '{printf "  %*s%-*s %6ds%s\n", 2 * $2, "", 24 - 2 * $2, $3, $4,
               ($5 == 0 ? "" : "  FAILED (" $5 ")")}' >&2
+    # A run stops at its first failure, so the failed stage that started
+    # last is the innermost one: where the run went wrong.
+    first=$(stage_failures "$1" | head -n 1)
+    [ -n "$first" ] || return 0
+    # shellcheck disable=SC2086 # the fields of the row
+    set -- $first
+    stage_failure_report "$3" \
+        "$(head -n 1 "${*:6}" 2>/dev/null | sed 's/^# stage [^:]*: //')" "${*:6}"
+}
+
+# errexit_check: ERREXIT_IGNORED=1 where bash ignores errexit for the
+# caller (it stands in an if, while, &&, || or ! test, or was called from
+# one), else 0.  A variable, not a status: testing a status is itself such
+# a place.
+errexit_check() {
+    local was=0
+    [[ $- != *e* ]] || was=1
+    set +e
+    (set -e; false; exit 0)
+    ERREXIT_IGNORED=$(( $? == 0 ))
+    [ $was -eq 0 ] || set -e
+}
+
+# with_cache_lock [-s] NAME CMD...: run CMD holding the lock NAME of the
+# cache (shared with -s), for everything that several runs, from one
+# checkout or several, would otherwise write at once: a build tree, a
+# download, an unpacked package.  A run that has to wait says for what and
+# for whom.  Locks are never nested inside one another except in the order
+# guest, then accel.
+with_cache_lock() {
+    local mode=-x fd rc file holder errexit_on=0
+    if [ "$1" = -s ]; then mode=-s; shift; fi
+    errexit_check
+    if [ "$ERREXIT_IGNORED" -eq 1 ]; then
+        printf 'error: with_cache_lock %s called where bash ignores errexit\n' "$1" >&2
+        return 70
+    fi
+    [[ $- != *e* ]] || errexit_on=1
+    file=$QRDMA_CACHE/locks/$1.lock
+    shift
+    mkdir -p "${file%/*}"
+    exec {fd}<>"$file"
+    if ! flock -n "$mode" "$fd"; then
+        holder=$(cat "$file" 2>/dev/null || true)
+        qrdma_log "waiting for the cache lock $(basename "$file" .lock) (${holder:-holder unknown})"
+        flock "$mode" "$fd"
+        qrdma_log "got the cache lock $(basename "$file" .lock)"
+    fi
+    [ "$mode" = -s ] ||
+        printf 'held by pid %s, %s, stage %s\n' "$$" "$QRDMA_ROOT" \
+            "${QRDMA_STAGE_PATH:-none}" >"$file"
+    # As a stage's step: in a subshell, every failure ending it.
+    set +e
+    (set -eo pipefail; "$@")
+    rc=$?
+    exec {fd}>&-
+    [ $errexit_on -eq 0 ] || set -e
+    return $rc
 }
 
 # The newest Debian 12 build of Linux 6.12 LTS that apt knows, e.g.
@@ -83,49 +213,61 @@ guest_kernel_release() {
 # here, the host keeps only the tools kbuild runs (setup-host's gcc-12 and
 # dwarves).  Prints the directory.
 guest_kernel_headers() {
-    local kver=$1 base root dl pkg
-    base=${kver%-amd64}
+    local kver=$1 root
     root=$QRDMA_CACHE/kernel-headers/$kver
-    if [ ! -f "$root/.done" ]; then
-        mkdir -p "$QRDMA_CACHE/kernel-headers"
-        rm -rf "$root"
-        dl=$(mktemp -d "$QRDMA_CACHE/kernel-headers/dl.XXXXXX")
-        # apt drops privileges to _apt for downloads; let it write there.
-        [ "$(id -u)" -ne 0 ] || chown _apt "$dl" 2>/dev/null || true
-        (cd "$dl" && apt-get download -q "linux-headers-$kver" \
-            "linux-headers-$base-common" "linux-kbuild-$base") >/dev/null 2>&1 || {
-            rm -rf "$dl"
-            qrdma_die "apt-get download of the headers of $kver failed; run scripts/setup-host"
-        }
-        for pkg in "$dl"/*.deb; do
-            dpkg-deb -x "$pkg" "$root" || { rm -rf "$dl" "$root"; qrdma_die "cannot unpack $pkg"; }
-        done
-        rm -rf "$dl"
-        # The flavour's Makefile includes the common one by its absolute
-        # installed path; point it at the copy beside it.
-        sed -i "s|^include /usr/src/|include $root/usr/src/|" \
-            "$root/usr/src/linux-headers-$kver/Makefile"
-        touch "$root/.done"
-        # Only the headers of the kernel in use are kept.
-        find "$QRDMA_CACHE/kernel-headers" -mindepth 1 -maxdepth 1 \
-            ! -name "$kver" -exec rm -rf {} +
-    fi
+    [ -f "$root/.done" ] ||
+        with_cache_lock kernel-headers unpack_kernel_headers "$kver" "$root" >&2
+    # A mark of use, for the pruning below.
+    touch "$root/.done"
     printf '%s\n' "$root/usr/src/linux-headers-$kver"
+}
+
+# unpack_kernel_headers KVER ROOT: under the lock, into a directory of its
+# own, renamed into place whole; headers unused for 30 days go.
+unpack_kernel_headers() {
+    local kver=$1 root=$2 base=${1%-amd64} dl pkg
+    [ ! -f "$root/.done" ] || return 0
+    mkdir -p "$QRDMA_CACHE/kernel-headers"
+    dl=$(mktemp -d "$QRDMA_CACHE/kernel-headers/dl.XXXXXX")
+    # apt drops privileges to _apt for downloads; let it write there.
+    [ "$(id -u)" -ne 0 ] || chown _apt "$dl" 2>/dev/null || true
+    (cd "$dl" && apt-get download -q "linux-headers-$kver" \
+        "linux-headers-$base-common" "linux-kbuild-$base") >/dev/null 2>&1 || {
+        rm -rf "$dl"
+        qrdma_die "apt-get download of the headers of $kver failed; run scripts/setup-host"
+    }
+    mkdir "$dl/root"
+    for pkg in "$dl"/*.deb; do
+        dpkg-deb -x "$pkg" "$dl/root" || { rm -rf "$dl"; qrdma_die "cannot unpack $pkg"; }
+    done
+    # The flavour's Makefile includes the common one by its absolute
+    # installed path; point it at the copy beside it.
+    sed -i "s|^include /usr/src/|include $root/usr/src/|" \
+        "$dl/root/usr/src/linux-headers-$kver/Makefile"
+    touch "$dl/root/.done"
+    rm -rf "$root"
+    mv "$dl/root" "$root"
+    rm -rf "$dl"
+    find "$QRDMA_CACHE/kernel-headers" -mindepth 2 -maxdepth 2 -name .done \
+        -mtime +30 -printf '%h\n' | xargs -r rm -rf
 }
 
 # fetch_verified URL DEST SHA256: download once into the cache, checked.
 fetch_verified() {
-    local url=$1 dest=$2 sum=$3
+    local url=$1 dest=$2 sum=$3 part
     if [ -f "$dest" ] && echo "$sum  $dest" | sha256sum -c --status; then
         return 0
     fi
     mkdir -p "$(dirname "$dest")"
-    rm -f "$dest.part"
-    curl -fsSL --retry 3 -o "$dest.part" "$url" ||
-        qrdma_die "download failed: $url"
-    echo "$sum  $dest.part" | sha256sum -c --status ||
-        qrdma_die "sha256 mismatch for $url"
-    mv "$dest.part" "$dest"
+    # A part file of its own: runs that download at once each publish a
+    # whole, checked file by a rename.
+    part=$(mktemp "$dest.XXXXXX.part")
+    curl -fsSL --retry 3 -o "$part" "$url" ||
+        { rm -f "$part"; qrdma_die "download failed: $url"; }
+    echo "$sum  $part" | sha256sum -c --status ||
+        { rm -f "$part"; qrdma_die "sha256 mismatch for $url"; }
+    chmod 0644 "$part"
+    mv -f "$part" "$dest"
 }
 
 # guest_image_dir [KVER]: where scripts/build-guest puts (and scripts/run-vm
@@ -137,4 +279,14 @@ guest_image_dir() {
     hash=$(cat "$QRDMA_ROOT/scripts/build-guest" "$QRDMA_ROOT"/scripts/guest/* |
            sha256sum | cut -c1-12)
     printf '%s\n' "$QRDMA_CACHE/guest/$kver-$hash"
+}
+
+# checkout_copy DEST: the files git tracks in this checkout, as they are in
+# its working tree, copied to DEST: another checkout for the tests of the
+# scripts themselves (two runs at once, a build made to fail).
+checkout_copy() {
+    mkdir -p "$1"
+    git -C "$QRDMA_ROOT" ls-files -z |
+        (cd "$QRDMA_ROOT" && tar --null --ignore-failed-read -T - -cf -) |
+        tar -xf - -C "$1"
 }
