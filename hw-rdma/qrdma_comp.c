@@ -146,11 +146,14 @@ static void qrdma_comp_progress(QrdmaCore *core, QrdmaQp *qp)
     }
 }
 
-/* Whether the oldest WQE outstanding is a READ or atomic. */
+/*
+ * Whether the oldest WQE outstanding awaits a response of its own: a
+ * READ, an atomic, FLUSH or ATOMIC_WRITE.
+ */
 static bool qrdma_comp_awaits_response(QrdmaQp *qp)
 {
     return qp->sq_ci != qp->req.idx_hi &&
-           qrdma_wqe_is_read_or_atomic(qrdma_comp_oldest(qp)->opcode);
+           qrdma_wqe_takes_response(qrdma_comp_oldest(qp)->opcode);
 }
 
 /* The PSN of the response that oldest READ or atomic awaits next. */
@@ -182,8 +185,8 @@ static void qrdma_comp_gap(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
 
 /*
  * Complete, in order, the WQEs an ACK of psn covers: all whose last
- * packet is at or before it, up to the first READ or atomic, which waits
- * for its response.  Returns whether all up to psn are complete.
+ * packet is at or before it, up to the first that waits for a response
+ * of its own.  Returns whether all up to psn are complete.
  */
 static bool qrdma_comp_ack_upto(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
 {
@@ -194,7 +197,7 @@ static bool qrdma_comp_ack_upto(QrdmaCore *core, QrdmaQp *qp, uint32_t psn)
         QrdmaSent *c = qrdma_comp_oldest(qp);
 
         if (qrdma_psn_diff(psn, qp->comp.psn + c->psns - 1) < 0 ||
-            qrdma_wqe_is_read_or_atomic(c->opcode)) {
+            qrdma_wqe_takes_response(c->opcode)) {
             break;
         }
         qrdma_comp_done(core, qp, c, QRDMA_WC_SUCCESS, c->psns);
@@ -245,10 +248,25 @@ static uint8_t qrdma_comp_nak_status(uint8_t code)
 }
 
 /*
- * An RNR NAK: while retries are left, the WQE waits for the responder's
- * RNR timer and goes again (rnr_retry 7 means for ever).
+ * Whether psn is one of the oldest outstanding WQE's, which every WQE
+ * before it being complete, a NAK of psn is about.
  */
-static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
+static bool qrdma_comp_in_oldest(QrdmaQp *qp, uint32_t psn)
+{
+    int32_t d = qrdma_psn_diff(psn, qp->comp.psn);
+
+    return qp->sq_ci != qp->req.idx_hi && d >= 0 &&
+           d < (int32_t)qrdma_comp_oldest(qp)->psns &&
+           qrdma_psn_diff(psn, qp->req.psn_hi) < 0;
+}
+
+/*
+ * An RNR NAK of psn: while retries are left, the WQE waits for the
+ * responder's RNR timer and goes again from that packet, which the
+ * responder did not take (rnr_retry 7 means for ever).
+ */
+static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer,
+                           uint32_t psn)
 {
     if (qp->comp.rnr_left == 0) {
         qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
@@ -259,7 +277,7 @@ static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
         qp->comp.rnr_left--;
     }
     trace_qrdma_rnr(qp->qpn, qp->comp.rnr_left);
-    qrdma_req_rewind(qp);
+    qrdma_req_rewind_to(qp, psn);
     qp->comp.rnr_wait = true;
     qp->comp.retry_armed = false;
     timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
@@ -269,7 +287,6 @@ static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer)
 static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
     uint8_t type = QRDMA_AETH_TYPE(pkt->syndrome);
-    bool done;
 
     if (type == QRDMA_AETH_ACK) {
         qrdma_comp_ack_upto(core, qp, pkt->psn);
@@ -277,7 +294,7 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         return;
     }
     /* A NAK acknowledges everything before the PSN it names. */
-    done = qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK);
+    qrdma_comp_ack_upto(core, qp, (pkt->psn - 1) & QRDMA_PSN_MASK);
     if (!qrdma_comp_outstanding(qp)) {
         return;
     }
@@ -296,8 +313,15 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         qrdma_dp_kick(core, qp);
         return;
     }
-    /* The others name the first PSN of the WQE that failed. */
-    if (!done || pkt->psn != qp->comp.psn) {
+    /*
+     * The others name the packet in error, which may be any packet of the
+     * oldest WQE: a receive buffer overflows at SEND_LAST, rxe refuses a
+     * WRITE_LAST_WITH_IMM for want of a receive, an MR goes away in the
+     * middle of a WRITE.
+     */
+    if (!qrdma_comp_in_oldest(qp, pkt->psn)) {
+        core->counters.pkts_dropped++;
+        trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
         return;
     }
     if (type == QRDMA_AETH_RNR_NAK) {
@@ -307,12 +331,44 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
          * another NAK for it is the same one repeated by the network.
          */
         if (!qp->comp.rnr_wait) {
-            qrdma_comp_rnr(core, qp, pkt->syndrome & 0x1f);
+            qrdma_comp_rnr(core, qp, pkt->syndrome & 0x1f, pkt->psn);
         }
         return;
     }
     qrdma_comp_done(core, qp, qrdma_comp_oldest(qp),
                     qrdma_comp_nak_status(pkt->syndrome & 0x1f), 0);
+}
+
+/*
+ * The response awaited has come, but the WQE it answers, read again from
+ * the ring, now fails its checks: its slot was rewritten after it went
+ * out, or an MR it names lost access since.  The response has nowhere to
+ * go, and the WQE completes with the error its checks found.
+ */
+static void qrdma_comp_stale(QrdmaCore *core, QrdmaQp *qp,
+                             const QrdmaWqeCache *c, const QrdmaPkt *pkt)
+{
+    core->counters.pkts_dropped++;
+    trace_qrdma_comp_stale_wqe(qp->qpn, qp->sq_ci, pkt->opcode, c->status);
+    qrdma_comp_done(core, qp, qrdma_comp_oldest(qp), c->status, 0);
+}
+
+/*
+ * The response of FLUSH and ATOMIC_WRITE (IBA 1.5, as rxe sends it): an
+ * RDMA READ Response Only with no payload, of the request's PSN.
+ */
+static void qrdma_comp_empty_resp(QrdmaCore *core, QrdmaQp *qp,
+                                  QrdmaPkt *pkt)
+{
+    if ((pkt->opcode & 0x1f) != QRDMA_OP_READ_RESP_ONLY || pkt->paylen ||
+        pkt->psn != qp->comp.psn) {
+        core->counters.pkts_dropped++;
+        trace_qrdma_comp_unexpected(qp->qpn, pkt->opcode, pkt->psn);
+        qrdma_comp_gap(core, qp, pkt->psn);
+        return;
+    }
+    qrdma_comp_done(core, qp, qrdma_comp_oldest(qp), QRDMA_WC_SUCCESS, 1);
+    qrdma_comp_progress(core, qp);
 }
 
 /*
@@ -329,6 +385,16 @@ static void qrdma_comp_read_resp(QrdmaCore *core, QrdmaQp *qp,
     uint32_t off = qp->comp.read_done;
     QrdmaCopy res;
 
+    if (c && c->status &&
+        pkt->psn == ((qp->comp.psn + off / mtu) & QRDMA_PSN_MASK)) {
+        qrdma_comp_stale(core, qp, c, pkt);
+        return;
+    }
+    if (c && (c->wqe.opcode == QRDMA_WR_FLUSH ||
+              c->wqe.opcode == QRDMA_WR_ATOMIC_WRITE)) {
+        qrdma_comp_empty_resp(core, qp, pkt);
+        return;
+    }
     if (!c || c->wqe.opcode != QRDMA_WR_RDMA_READ ||
         pkt->psn != ((qp->comp.psn + off / mtu) & QRDMA_PSN_MASK) ||
         (!off && !(flags & QRDMA_OPF_FIRST)) ||
@@ -368,6 +434,10 @@ static void qrdma_comp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
     uint64_t orig = cpu_to_le64(pkt->orig);
     QrdmaIter oi;
 
+    if (c && c->status && pkt->psn == qp->comp.psn) {
+        qrdma_comp_stale(core, qp, c, pkt);
+        return;
+    }
     if (!c || pkt->psn != qp->comp.psn ||
         (c->wqe.opcode != QRDMA_WR_ATOMIC_CMP_AND_SWP &&
          c->wqe.opcode != QRDMA_WR_ATOMIC_FETCH_AND_ADD)) {

@@ -20,6 +20,7 @@
 #include "qrdma_srq.h"
 #include "qrdma_cq.h"
 #include "qrdma_mr.h"
+#include "qrdma_qp.h"
 #include "qrdma_err.h"
 #include "qrdma_wire.h"
 #include "trace.h"
@@ -73,6 +74,12 @@ bool qrdma_wqe_is_read_or_atomic(uint8_t opcode)
     return opcode == QRDMA_WR_RDMA_READ ||
            opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
            opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+bool qrdma_wqe_takes_response(uint8_t opcode)
+{
+    return qrdma_wqe_is_read_or_atomic(opcode) ||
+           opcode == QRDMA_WR_FLUSH || opcode == QRDMA_WR_ATOMIC_WRITE;
 }
 
 /* Send WQEs */
@@ -187,6 +194,21 @@ static uint8_t qrdma_gather(QrdmaCore *core, const QrdmaQp *qp,
     return QRDMA_WC_SUCCESS;
 }
 
+/*
+ * The local side of c's WQE, checked against the MRs as they are now; if
+ * an SGE fails, the WQE has none (not the SGEs checked before the one
+ * that failed).
+ */
+static void qrdma_wqe_gather(QrdmaCore *core, const QrdmaQp *qp,
+                             QrdmaWqeCache *c)
+{
+    c->status = qrdma_gather(core, qp, &c->wqe, &c->local);
+    if (c->status) {
+        qrdma_iter_range(&c->local, core, NULL, 0, 0);
+    }
+    c->len = qrdma_iter_total(&c->local);
+}
+
 /* Whether qp may post the WQE: its opcode, inline data and SGE count. */
 static uint8_t qrdma_wqe_check(const QrdmaQp *qp,
                                const struct qrdma_sq_wqe *wqe)
@@ -267,19 +289,24 @@ QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx)
     if (c->valid && c->idx == idx) {
         if (c->mr_gen != core->mr_gen && !c->status) {
             c->mr_gen = core->mr_gen;
-            c->status = qrdma_gather(core, qp, wqe, &c->local);
-            c->len = qrdma_iter_total(&c->local);
+            qrdma_wqe_gather(core, qp, c);
         }
         return c;
     }
     c->valid = false;
+    /*
+     * Nothing of the WQE this cache held before may serve the one read
+     * now, least of all its local buffer: a WQE that fails its checks has
+     * none, whatever answer comes for it.
+     */
+    qrdma_iter_range(&c->local, core, NULL, 0, 0);
+    c->len = 0;
     if (!qrdma_wqe_fetch(core, qp, idx, wqe)) {
         return NULL;
     }
     c->valid = true;
     c->idx = idx;
     c->mr_gen = core->mr_gen;
-    c->len = 0;
     c->status = qrdma_wqe_check(qp, wqe);
     if (c->status) {
         QRDMA_GUEST_ERR(core, wqe_bad, "qp 0x%" PRIx32 ": bad send WQE "
@@ -291,8 +318,7 @@ QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx)
         wqe->opcode == QRDMA_WR_REG_MR) {
         return c;
     }
-    c->status = qrdma_gather(core, qp, wqe, &c->local);
-    c->len = qrdma_iter_total(&c->local);
+    qrdma_wqe_gather(core, qp, c);
     return c;
 }
 
@@ -681,10 +707,14 @@ static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
 
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
 {
-    qp->mtu = qrdma_qp_mtu_of(qp);
     if (qp->state == QRDMA_QPS_RESET || qp->state == QRDMA_QPS_ERR) {
         qrdma_resp_farewell(core, qp, from);
     }
+    if (qp->state == QRDMA_QPS_RESET) {
+        /* Only now: the farewell went by the path they set. */
+        qrdma_qp_clear_attr(qp);
+    }
+    qp->mtu = qrdma_qp_mtu_of(qp);
     switch (qp->state) {
     case QRDMA_QPS_RESET:
         /* S36: outstanding WRs are dropped, a flush stops. */

@@ -53,6 +53,14 @@ static inline uint32_t qrdma_qp_mtu(const QrdmaQp *qp)
 /* The send WQE at SQ index idx, read and checked once. */
 QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx);
 bool qrdma_wqe_is_read_or_atomic(uint8_t opcode);
+/*
+ * Whether a WQE of opcode completes with a response of its own, not an
+ * ACK, holds a responder resource while it waits for it, and so counts
+ * against max_rd_atomic: READ and the atomics, and, as IBA 1.5 has them,
+ * FLUSH and ATOMIC_WRITE, whose response is an empty RDMA READ Response
+ * Only.
+ */
+bool qrdma_wqe_takes_response(uint8_t opcode);
 /* The PSNs the packets of WQE c take, as the requester numbers them. */
 uint32_t qrdma_wqe_psns(const QrdmaQp *qp, const QrdmaWqeCache *c);
 void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s);

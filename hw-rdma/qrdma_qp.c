@@ -368,6 +368,12 @@ static int qrdma_qp_slot_alloc(QrdmaCore *core, uint8_t type)
     return qrdma_slot_alloc(core, &core->qp_table);
 }
 
+void qrdma_qp_clear_attr(QrdmaQp *qp)
+{
+    memset(&qp->attr, 0, sizeof(qp->attr));
+    qp->attr.port_num = 1;
+}
+
 static void qrdma_qp_init(QrdmaCore *core, QrdmaQp *qp, uint32_t uctx,
                           const struct qrdma_cmd_create_qp *c,
                           const QrdmaQpRefs *r)
@@ -656,11 +662,12 @@ uint8_t qrdma_qp_modify(QrdmaCore *core, uint32_t uctx,
         return st;
     }
 
-    /* Checked in full: now change the QP. */
-    if (next == QRDMA_QPS_RESET) {
-        memset(&qp->attr, 0, sizeof(qp->attr));
-        qp->attr.port_num = 1;
-    } else {
+    /*
+     * Checked in full: now change the QP.  A move to RESET clears the
+     * attributes in qrdma_dp_qp_modified, once the QP's last ACK has gone
+     * to the peer they name.
+     */
+    if (next != QRDMA_QPS_RESET) {
         qrdma_qp_apply(qp, a, mask);
     }
     trace_qrdma_qp_modify(qp->qpn, qrdma_qps_names[qp->state],

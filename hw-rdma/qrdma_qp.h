@@ -29,6 +29,8 @@ uint8_t qrdma_qp_create(QrdmaCore *core, uint32_t uctx,
                         const struct qrdma_cmd *cmd, struct qrdma_cmpl *cmpl,
                         QrdmaQp **qp);
 /* MODIFY_QP: the QP in *qp, and in *from its state before the change. */
+/* The attributes of a QP in RESET: none set, port 1. */
+void qrdma_qp_clear_attr(QrdmaQp *qp);
 uint8_t qrdma_qp_modify(QrdmaCore *core, uint32_t uctx,
                         const struct qrdma_cmd *cmd, QrdmaQp **qp,
                         uint8_t *from);

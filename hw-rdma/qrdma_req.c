@@ -76,10 +76,15 @@ static void qrdma_req_ext(const struct qrdma_sq_wqe *wqe, uint64_t len,
     case QRDMA_WR_RDMA_WRITE:
     case QRDMA_WR_RDMA_WRITE_WITH_IMM:
     case QRDMA_WR_RDMA_READ:
-    case QRDMA_WR_ATOMIC_WRITE:
         pkt->va = le64_to_cpu(wqe->rdma.remote_addr);
         pkt->rkey = le32_to_cpu(wqe->rdma.rkey);
         pkt->dma_len = len;
+        break;
+    case QRDMA_WR_ATOMIC_WRITE:
+        /* Its RETH names the 8 bytes it writes (IBA 1.5 oA19-28). */
+        pkt->va = le64_to_cpu(wqe->rdma.remote_addr);
+        pkt->rkey = le32_to_cpu(wqe->rdma.rkey);
+        pkt->dma_len = 8;
         pkt->atomic_data = wqe->rdma.compare_add;
         break;
     case QRDMA_WR_ATOMIC_CMP_AND_SWP:
@@ -342,10 +347,11 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
 }
 
 /*
- * Whether max_rd_atomic READs and atomics are in flight already, as many
- * as the responder said it keeps resources for.  0 counts as 1: with
- * none, a READ could never go.  Only those before req.idx count: after a
- * retry, those from req.idx on go again and replace what they sent before.
+ * Whether max_rd_atomic READs, atomics, FLUSHes and ATOMIC_WRITEs are in
+ * flight already, as many as the responder said it keeps resources for.
+ * 0 counts as 1: with none, a READ could never go.  Only those before
+ * req.idx count: after a retry, those from req.idx on go again and
+ * replace what they sent before.
  */
 static bool qrdma_req_rd_atomic_full(const QrdmaQp *qp)
 {
@@ -353,7 +359,7 @@ static bool qrdma_req_rd_atomic_full(const QrdmaQp *qp)
     uint32_t i, n = 0;
 
     for (i = qp->sq_ci; i != qp->req.idx; i++) {
-        if (qrdma_wqe_is_read_or_atomic(qp->sent[i % QRDMA_SENT_MAX].opcode) &&
+        if (qrdma_wqe_takes_response(qp->sent[i % QRDMA_SENT_MAX].opcode) &&
             ++n >= limit) {
             return true;
         }
@@ -449,7 +455,7 @@ void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
             qp->req.waiting = true;
             break;
         } else if (!qp->req.sent &&
-                   qrdma_wqe_is_read_or_atomic(c->wqe.opcode) &&
+                   qrdma_wqe_takes_response(c->wqe.opcode) &&
                    qrdma_req_rd_atomic_full(qp)) {
             /* The responder's resources are all in use: it calls again. */
             qp->req.waiting = true;

@@ -93,6 +93,15 @@ bool qrdma_resp_take_recv(QrdmaCore *core, QrdmaQp *qp,
     return true;
 }
 
+/*
+ * The receive WQE just taken from qp's own RQ (not an SRQ's) goes back,
+ * unused.
+ */
+static void qrdma_resp_untake_recv(QrdmaQp *qp)
+{
+    qp->rq_ci--;
+}
+
 void qrdma_resp_flush_rq(QrdmaCore *core, QrdmaQp *qp)
 {
     while (qp->rq_ci != qp->rq_pi) {
@@ -353,6 +362,33 @@ void qrdma_resp_farewell(QrdmaCore *core, QrdmaQp *qp, uint8_t state)
 }
 
 /*
+ * The answer to FLUSH and ATOMIC_WRITE (IBA 1.5; rxe answers so, and
+ * expects it): an RDMA READ Response Only with no payload.
+ */
+static void qrdma_resp_empty_read_resp(QrdmaCore *core, QrdmaQp *qp,
+                                       uint32_t psn)
+{
+    QrdmaPkt out = { };
+
+    qrdma_resp_answer(core, qp, &out, QRDMA_OP_READ_RESP_ONLY, psn);
+    out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
+    qrdma_dp_xmit(core, qp, &out);
+}
+
+/* Whether a responder resource keeps the request of psn. */
+static bool qrdma_resp_kept(const QrdmaQp *qp, uint32_t psn)
+{
+    int i;
+
+    for (i = 0; i < QRDMA_MAX_RD_ATOMIC; i++) {
+        if (qp->resp.reads[i].psns && qp->resp.reads[i].psn == psn) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
  * Whether a READ that came again starts past the first PSN of a READ
  * taken before: a requester that lost a response asks for the rest only.
  */
@@ -376,11 +412,13 @@ static bool qrdma_resp_read_resumed(QrdmaQp *qp, uint32_t psn)
  * first and last with an AETH.  Carried out again for a duplicate: its
  * bytes are read anew, as the specification allows.  resumed: the
  * duplicate asks for the rest of an earlier READ, whose answer it goes
- * on with (MIDDLE ... LAST).
+ * on with (MIDDLE ... LAST).  fresh: a new request, not a duplicate,
+ * which the MSN counts as soon as it is taken, so that its own responses
+ * carry the count with it (IBA C9-148).
  */
 static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
                                      QrdmaPkt *pkt, uint32_t *psns,
-                                     bool resumed)
+                                     bool resumed, bool fresh)
 {
     uint32_t mtu = qrdma_qp_mtu(qp);
     uint32_t len = pkt->dma_len, n, i, k, burst;
@@ -391,6 +429,9 @@ static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
     } else if (!qrdma_resp_range(core, qp, pkt->va, pkt->rkey, len,
                                  QRDMA_ACCESS_REMOTE_READ, &src)) {
         return QRDMA_RX_ACCESS;
+    }
+    if (fresh) {
+        qp->resp.msn++;
     }
     n = len ? DIV_ROUND_UP(len, mtu) : 1;
     *psns = n;
@@ -518,8 +559,13 @@ static QrdmaRxResult qrdma_resp_other(QrdmaCore *core, QrdmaQp *qp,
     QrdmaRxResult rx;
     QrdmaMap m;
     uint64_t *p;
+    uint32_t r;
 
     if ((pkt->opcode & 0x1f) == QRDMA_OP_ATOMIC_WRITE) {
+        /* The RETH names exactly its 8 bytes (IBA 1.5 oA19-28). */
+        if (pkt->dma_len != 8) {
+            return QRDMA_RX_INV_REQ;
+        }
         p = qrdma_resp_atomic_map(core, qp, pkt, QRDMA_ACCESS_REMOTE_WRITE,
                                   &m, &rx);
         if (!p) {
@@ -527,18 +573,26 @@ static QrdmaRxResult qrdma_resp_other(QrdmaCore *core, QrdmaQp *qp,
         }
         qatomic_set__nocheck(p, pkt->atomic_data);
         qrdma_dma_unmap(core, &m, 8);
-        return QRDMA_RX_OK;
-    }
-    if (pkt->flush_type & QRDMA_FLUSH_PERSISTENT ||
-        !(le32_to_cpu(qp->attr.qp_access_flags) &
-          QRDMA_ACCESS_FLUSH_GLOBAL) ||
-        !qrdma_mr_flush_check(core, qp->pd, qp->uctx, pkt->rkey,
-                              pkt->flush_level == QRDMA_FLUSH_MR, pkt->va,
-                              pkt->dma_len)) {
+    } else if (pkt->flush_type & QRDMA_FLUSH_PERSISTENT ||
+               !(le32_to_cpu(qp->attr.qp_access_flags) &
+                 QRDMA_ACCESS_FLUSH_GLOBAL) ||
+               !qrdma_mr_flush_check(core, qp->pd, qp->uctx, pkt->rkey,
+                                     pkt->flush_level == QRDMA_FLUSH_MR,
+                                     pkt->va, pkt->dma_len)) {
         return QRDMA_RX_ACCESS;
+    } else {
+        /* Every store of the requests before it is visible first. */
+        smp_mb();
     }
-    /* Every store of the requests before it is visible before its ACK. */
-    smp_mb();
+    /*
+     * Done: the MSN counts it, and a responder resource keeps it, so that
+     * the request coming again is answered again, not done again.
+     */
+    qp->resp.msn++;
+    r = qp->resp.read_next++ % QRDMA_MAX_RD_ATOMIC;
+    qp->resp.reads[r].psn = pkt->psn;
+    qp->resp.reads[r].psns = 1;
+    qrdma_resp_empty_read_resp(core, qp, pkt->psn);
     return QRDMA_RX_OK;
 }
 
@@ -605,8 +659,22 @@ static void qrdma_resp_ud(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
         return;
     }
     if (qrdma_iter_total(&r->sink) < QRDMA_GRH_SIZE + pkt->paylen) {
-        qrdma_resp_recv_err(core, qp, QRDMA_RX_LEN);
-        qrdma_qp_to_err(core, qp, false);
+        /*
+         * A datagram longer than the receive buffer is the sender's doing,
+         * and anyone may send one: it is lost, and the QP goes on (a QP
+         * that failed on it would let one datagram to QP1 end a guest's
+         * CM).  The WQE it took from the RQ stays for the next; one taken
+         * from an SRQ, which other QPs share, completes in error.  rxe
+         * does the same, but completes with REM_INV_REQ_ERR.
+         */
+        core->counters.pkts_dropped++;
+        trace_qrdma_resp_ud_too_long(qp->qpn, pkt->paylen,
+                                     qrdma_iter_total(&r->sink));
+        if (qp->srq) {
+            qrdma_resp_recv_err(core, qp, QRDMA_RX_LEN);
+        } else {
+            qrdma_resp_untake_recv(qp);
+        }
         return;
     }
     qrdma_resp_grh(pkt, grh, &cqe.network_hdr_type);
@@ -655,13 +723,18 @@ static void qrdma_resp_duplicate(QrdmaCore *core, QrdmaQp *qp,
     core->counters.dup_reqs++;
     if (flags & QRDMA_OPF_READ) {
         qrdma_resp_read(core, qp, pkt, &psns,
-                        qrdma_resp_read_resumed(qp, pkt->psn));
+                        qrdma_resp_read_resumed(qp, pkt->psn), false);
     } else if (flags & QRDMA_OPF_ATOMIC) {
         const QrdmaAtomicRes *res = qrdma_resp_atomic_res(qp, pkt->psn);
 
         /* One older than the resources reach is not answered. */
         if (res) {
             qrdma_resp_atomic_ack(core, qp, res);
+        }
+    } else if (flags & QRDMA_OPF_OTHER) {
+        /* FLUSH, ATOMIC_WRITE: answered again, not done again. */
+        if (qrdma_resp_kept(qp, pkt->psn)) {
+            qrdma_resp_empty_read_resp(core, qp, pkt->psn);
         }
     } else if (pkt->ack_req) {
         qrdma_resp_ack(core, qp, qp->resp.epsn - 1,
@@ -712,11 +785,18 @@ static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
     switch (rx) {
     case QRDMA_RX_OK:
         qp->resp.epsn = (qp->resp.epsn + psns) & QRDMA_PSN_MASK;
-        if ((flags & QRDMA_OPF_LAST) && !(flags & QRDMA_OPF_ATOMIC)) {
+        /*
+         * READs, atomics, FLUSH and ATOMIC_WRITE counted themselves and
+         * answered with responses of their own.
+         */
+        if ((flags & QRDMA_OPF_LAST) &&
+            !(flags & (QRDMA_OPF_ATOMIC | QRDMA_OPF_READ |
+                       QRDMA_OPF_OTHER))) {
             qp->resp.msn++;
         }
         if (rc && pkt->ack_req && !(flags & (QRDMA_OPF_READ |
-                                            QRDMA_OPF_ATOMIC))) {
+                                            QRDMA_OPF_ATOMIC |
+                                            QRDMA_OPF_OTHER))) {
             qrdma_resp_ack(core, qp, pkt->psn + psns - 1,
                            QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
         }
@@ -757,6 +837,36 @@ static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
         qrdma_event(core, QRDMA_EV_QP_ACCESS_ERR, qp->qpn);
     }
     qrdma_qp_to_err(core, qp, false);
+}
+
+/*
+ * Whether the payload of a SEND or WRITE packet fits the path MTU, as
+ * IBA C9-92 has it: each packet before a message's last one carries the
+ * MTU exactly, the last (or only) one at most the MTU, and a last one
+ * that is not also the first at least one byte.  A burst of npkts packets
+ * of the loopback fabric carries what its packets would.
+ */
+static bool qrdma_resp_pmtu_ok(const QrdmaQp *qp, const QrdmaPkt *pkt,
+                               uint32_t flags)
+{
+    uint64_t mtu = qrdma_qp_mtu(qp), full = pkt->npkts * mtu;
+    bool ok;
+
+    if (!(flags & (QRDMA_OPF_SEND | QRDMA_OPF_WRITE))) {
+        return true;
+    }
+    if (!(flags & QRDMA_OPF_LAST)) {
+        ok = pkt->paylen == full;
+    } else if (pkt->npkts == 1 && (flags & QRDMA_OPF_FIRST)) {
+        ok = pkt->paylen <= mtu;
+    } else {
+        ok = pkt->paylen > full - mtu && pkt->paylen <= full;
+    }
+    if (!ok) {
+        trace_qrdma_resp_bad_pmtu(qp->qpn, pkt->opcode, pkt->psn,
+                                  pkt->npkts, pkt->paylen, mtu);
+    }
+    return ok;
 }
 
 /* Whether a packet fits the message under way (or starts one). */
@@ -803,14 +913,15 @@ void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         qp->resp.in_msg = 0;
         qp->resp.epsn = pkt->psn;
     }
-    if (!qrdma_resp_in_order(qp, flags)) {
+    if (!qrdma_resp_in_order(qp, flags) ||
+        !qrdma_resp_pmtu_ok(qp, pkt, flags)) {
         rx = qp->type == QRDMA_QPT_RC ? QRDMA_RX_INV_REQ : QRDMA_RX_DROP;
     } else if (flags & QRDMA_OPF_SEND) {
         rx = qrdma_resp_send(core, qp, pkt, flags);
     } else if (flags & QRDMA_OPF_WRITE) {
         rx = qrdma_resp_write(core, qp, pkt, flags);
     } else if (flags & QRDMA_OPF_READ) {
-        rx = qrdma_resp_read(core, qp, pkt, &psns, false);
+        rx = qrdma_resp_read(core, qp, pkt, &psns, false, true);
         if (rx == QRDMA_RX_OK) {
             uint32_t r = qp->resp.read_next++ % QRDMA_MAX_RD_ATOMIC;
 

@@ -810,6 +810,26 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     post_send(&e, &a, &w);
     expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     expect_no_cqe(&e, &e.cq);
+
+    /*
+     * Longer than the receive buffer (40 + 300 > 256): lost, the receive
+     * stays for the next datagram, and the QP goes on.
+     */
+    w.wr_id = 0xa3;
+    w.ud.remote_qkey = cpu_to_le32(0x1234);
+    w.sge[0].length = cpu_to_le32(300);
+    post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xa3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_no_cqe(&e, &e.cq);
+    w.wr_id = 0xa4;
+    w.sge[0].length = cpu_to_le32(9);
+    post_send(&e, &a, &w);
+    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    g_assert_cmphex(cqe.wr_id, ==, 0xb2);
+    g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
+    expect_cqe(&e, &e.cq, 0xa4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096 + 40, "datagram");
 }
 
 /* Protection: each violation gets its own status; S31 and S32 for RC. */
@@ -1349,6 +1369,76 @@ static void test_srq_resize(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /* RNR: no receive posted at an RC responder */
+/*
+ * A datagram longer than the receive WQE it took from an SRQ: that
+ * receive completes with LOC_LEN_ERR, and the QP goes on to take the next
+ * datagram.
+ */
+static void test_ud_too_long_srq(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_SRQ };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    uint64_t ring;
+    uint32_t srq, ah;
+    Qp a, b;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    ring = guest_alloc(alloc, 4096);
+    cmd.srq.pd = cpu_to_le32(e.pd);
+    cmd.srq.max_wr = cpu_to_le32(32);
+    cmd.srq.max_sge = cpu_to_le32(1);
+    cmd.srq.log2_entries = cpu_to_le32(5);
+    cmd.srq.npages = cpu_to_le32(1);
+    cmd.srq.pages_addr = cpu_to_le64(page_list1(&e, ring));
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    srq = le32_to_cpu(cmpl.handle);
+    /* 0x100 and 0x101, of 64 bytes each */
+    srq_wqe(&e, ring, 5, 0);
+    srq_wqe(&e, ring, 5, 1);
+    ring_db(&e, QRDMA_DB_SRQ, srq, 2);
+
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, srq, &e.cq, &e.cq), ==,
+                     0);
+    to_rtr(&e, &a, 0);
+    to_rtr(&e, &b, 0);
+    to_rts(&e, &a, 0);
+    to_rts(&e, &b, 0);
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QRDMA_CMD_CREATE_AH;
+    cmd.create_ah.pd = cpu_to_le32(e.pd);
+    cmd.create_ah.av.hop_limit = 64;
+    memcpy(cmd.create_ah.av.dgid,
+           (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    ah = cmpl.handle;
+
+    write_data(&e, 0, "datagram");
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 100, e.lkey);
+    w.ud.ah = ah;
+    w.ud.remote_qpn = cpu_to_le32(b.qpn);
+    w.ud.remote_qkey = cpu_to_le32(0x1234);
+    post_send(&e, &a, &w);
+    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    g_assert_cmphex(cqe.wr_id, ==, 0x100);
+    g_assert_cmpuint(cqe.status, ==, QRDMA_WC_LOC_LEN_ERR);
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    w.wr_id = 0xa2;
+    w.sge[0].length = cpu_to_le32(9);
+    post_send(&e, &a, &w);
+    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    g_assert_cmphex(cqe.wr_id, ==, 0x101);
+    g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
+    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_data(&e, 4096 * 2 + 40, "datagram");
+    expect_no_cqe(&e, &e.cq);
+}
+
 static void test_rnr(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_sq_wqe w;
@@ -3715,6 +3805,360 @@ static void test_wire_late_ack(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 
+/* The BTH PSN of a frame, and a copy of an answer made to say otherwise. */
+static uint32_t wire_psn(const uint8_t *f)
+{
+    return ldl_be_p(f + WIRE_BTH + 8) & 0xffffff;
+}
+
+static void wire_forge_aeth(uint8_t *f, size_t n, uint32_t psn,
+                            uint8_t syndrome)
+{
+    stl_be_p(f + WIRE_BTH + 8, psn);
+    f[WIRE_BTH + 12] = syndrome;
+    wire_set_icrc(f, n);
+}
+
+/*
+ * A NAK names the packet in error, which may be any packet of a message,
+ * not only its first: the requester takes it all the same.  An RNR NAK of
+ * a WRITE_LAST_WITH_IMM (as rxe's responder sends, wanting a receive only
+ * there) sends that packet again after the RNR timer, and it alone; a
+ * remote access NAK of a WRITE's MIDDLE fails the WRITE at once; and a
+ * receive buffer that overflows at SEND_LAST (a qrdma responder's NAK)
+ * fails the SEND with REM_INV_REQ_ERR, not RETRY_EXC_ERR.
+ */
+static void test_wire_nak_mid_message(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    enum { LEN = 3000 };
+    int *sv = data;
+    uint8_t ack[WIRE_FRAME_MAX], f[WIRE_FRAME_MAX], mid[WIRE_FRAME_MAX];
+    uint8_t ops[8];
+    struct qrdma_sq_wqe w;
+    uint32_t last;
+    size_t n, ack_len;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    int i;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_RC, 0, &e0.cq, &e0.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
+                     0);
+    to_rtr(&e0, &a, b.qpn);
+    to_rtr(&e1, &b, a.qpn);
+    to_rts(&e0, &a, 7);
+    to_rts(&e1, &b, 7);
+
+    /* WRITE_WITH_IMM in three packets; its ACK becomes an RNR NAK */
+    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_RDMA_WRITE_WITH_IMM, e0.data, LEN, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    g_assert_cmpint(relay(sv[0], sv[2], 3, ops), ==, 3);
+    g_assert_cmphex(ops[2], ==, 0x09);          /* RDMA_WRITE_LAST_WITH_IMM */
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+               QRDMA_WC_SUCCESS);
+    ack_len = wire_recv(sv[2], ack);
+    g_assert_cmphex(wire_check_frame(ack, ack_len), ==, 0x11);
+    last = wire_psn(ack);
+    memcpy(f, ack, ack_len);
+    wire_forge_aeth(f, ack_len, last, 0x20 | 1);    /* RNR NAK, 10 us */
+    wire_send(sv[0], f, ack_len);
+    wire_expect_count(&e0, "rnr-naks-rcvd", 1);
+    expect_no_cqe(&e0, &e0.cq);
+    qtest_clock_step(e0.t.qts, SCALE_MS);
+    n = wire_recv(sv[0], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x09);
+    g_assert_cmphex(wire_psn(f), ==, last);
+    g_assert_true(relay_quiet(sv[0]));
+    /* the ACK it would have had in the first place */
+    wire_send(sv[0], ack, ack_len);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_WRITE,
+               QRDMA_WC_SUCCESS);
+
+    /* a WRITE whose MIDDLE is refused: REM_ACCESS_ERR, no clock needed */
+    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 8);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    for (i = 0; i < 3; i++) {
+        n = wire_recv(sv[0], f);
+        g_assert_cmphex(wire_check_frame(f, n), ==, 0x06 + i);
+        if (i == 1) {
+            memcpy(mid, f, n);
+        }
+    }
+    memcpy(f, ack, ack_len);
+    wire_forge_aeth(f, ack_len, wire_psn(mid), 0x60 | 2);
+    wire_send(sv[0], f, ack_len);
+    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
+               QRDMA_WC_REM_ACCESS_ERR);
+    wire_drain(sv[0]);
+
+    /* a receive of 2500 bytes for a SEND of 3000: NAKed at SEND_LAST */
+    connect_rc(&e0, &a, &e1, &b, true);
+    post_recv(&e1, &b, 0xb3, e1.data, 2500, e1.lkey);
+    w = wqe_sge(0xa3, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+    post_send(&e0, &a, &w);
+    for (i = 0; i < 3; i++) {
+        n = wire_recv(sv[0], f);
+        g_assert_cmphex(wire_check_frame(f, n), ==, i);     /* SEND_* */
+        last = wire_psn(f);
+        wire_send(sv[2], f, n);
+    }
+    expect_cqe(&e1, &e1.cq, 0xb3, b.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_LEN_ERR);
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
+    g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x60 | 1);    /* NAK: invalid req */
+    g_assert_cmphex(wire_psn(f), ==, last);
+    wire_send(sv[0], f, n);
+    expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_SEND,
+               QRDMA_WC_REM_INV_REQ_ERR);
+    wire_drain(sv[0]);
+    wire_drain(sv[2]);
+}
+
+/* The frame f of n bytes with the last cut bytes of its payload gone. */
+static size_t wire_trim_payload(uint8_t *f, size_t n, size_t cut)
+{
+    size_t len = n - cut;
+
+    stw_be_p(f + WIRE_IP + 2, len - WIRE_IP);
+    stw_be_p(f + WIRE_IP + 10, 0);
+    stw_be_p(f + WIRE_IP + 10, wire_ipsum(f + WIRE_IP));
+    stw_be_p(f + WIRE_UDP + 4, len - WIRE_UDP);
+    wire_set_icrc(f, len);
+    return len;
+}
+
+/*
+ * The responses of a READ carry the MSN that counts the READ (IBA
+ * C9-148): 1 for the first message of a QP.  A packet's payload is held
+ * to the path MTU (C9-92): a WRITE_MIDDLE cut short is refused with an
+ * invalid request NAK of its PSN.
+ */
+static void test_wire_msn_pmtu(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { LEN = 3000 };
+    int *sv = data;
+    uint8_t f[WIRE_FRAME_MAX], ops[8];
+    struct qrdma_sq_wqe w;
+    uint32_t mid_psn = 0;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    size_t n;
+    int i;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    connect_rc(&e0, &a, &e1, &b, true);
+    w = wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, 8, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x10);
+    g_assert_cmpuint(ldl_be_p(f + WIRE_BTH + 12) & 0xffffff, ==, 1);
+    wire_send(sv[0], f, n);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
+               QRDMA_WC_SUCCESS);
+
+    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    for (i = 0; i < 3; i++) {
+        n = wire_recv(sv[0], f);
+        g_assert_cmphex(wire_check_frame(f, n), ==, 0x06 + i);
+        if (i == 1) {
+            mid_psn = wire_psn(f);
+            n = wire_trim_payload(f, n, 512);
+            g_assert_cmphex(wire_check_frame(f, n), ==, 0x07);
+        }
+        if (i < 2) {
+            wire_send(sv[2], f, n);
+        }
+    }
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
+    g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x60 | 1);    /* invalid request */
+    g_assert_cmphex(wire_psn(f), ==, mid_psn);
+    wire_drain(sv[0]);
+    wire_drain(sv[2]);
+}
+
+/*
+ * FLUSH and ATOMIC_WRITE across the wire, as IBA 1.5 has them and rxe
+ * does them: each is answered with an RDMA READ Response Only without
+ * payload, not an ACK; each holds a responder resource, so with
+ * max_rd_atomic 1 the second waits for the first's response; and the
+ * request coming again is answered again from the resource, not done
+ * again.
+ */
+static void test_wire_flush_atomic_write(void *obj, void *data,
+                                         QGuestAllocator *alloc)
+{
+    static const uint8_t bytes[8] = "ABCDEFG";
+    int *sv = data;
+    uint8_t f[WIRE_FRAME_MAX], req[WIRE_FRAME_MAX], aw[WIRE_FRAME_MAX];
+    uint8_t ops[8], got[8];
+    struct qrdma_sq_wqe w;
+    size_t n, req_len, aw_len;
+    uint32_t mr;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.max_rd_atomic = 1;
+    e1.qp_access |= QRDMA_ACCESS_FLUSH_GLOBAL;
+    connect_rc(&e0, &a, &e1, &b, true);
+    mr = reg_mr(&e1, e1.pd, 4096 * 10, 4096,
+                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                QRDMA_ACCESS_FLUSH_GLOBAL);
+    qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 0x1111111111111111ull);
+
+    w = wqe_sge(0xa1, QRDMA_WR_ATOMIC_WRITE, 0xdead0000, 8, 0xbad);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    memcpy(&w.rdma.compare_add, bytes, 8);
+    post_send(&e0, &a, &w);
+    w = wqe_flush(0xa2, mr, 0x10000000, 4096, QRDMA_FLUSH_GLOBAL,
+                  QRDMA_FLUSH_RANGE);
+    post_send(&e0, &a, &w);
+
+    /* ATOMIC_WRITE alone: the FLUSH waits for its response */
+    req_len = wire_recv(sv[0], req);
+    g_assert_cmphex(wire_check_frame(req, req_len), ==, 0x1d);
+    /* RETH: its 8 bytes, as rxe requires (IBA 1.5 oA19-28) */
+    g_assert_cmpuint(ldl_be_p(req + WIRE_BTH + 12 + 12), ==, 8);
+    memcpy(aw, req, req_len);
+    aw_len = req_len;
+    g_assert_true(relay_quiet(sv[0]));
+    wire_send(sv[2], req, req_len);
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x10);
+    g_assert_cmpuint(n, ==, WIRE_BTH + 12 + 4 + 4);    /* AETH, no payload */
+    qtest_memread(e1.t.qts, e1.data + 4096 * 9, got, 8);
+    g_assert_cmpmem(got, 8, bytes, 8);
+    /* the request again: answered again, not done again */
+    qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 5);
+    wire_send(sv[2], req, req_len);
+    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x10);
+    g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 5);
+    /* the first response completes it, and the FLUSH goes */
+    wire_send(sv[0], f, n);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_ATOMIC_WRITE,
+               QRDMA_WC_SUCCESS);
+    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x1c);
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x10);
+    g_assert_cmpuint(n, ==, WIRE_BTH + 12 + 4 + 4);
+    /* an ACK of its PSN does not complete it: only its response does */
+    memcpy(req, f, n);
+    req[WIRE_BTH] = 0x11;
+    wire_set_icrc(req, n);
+    wire_send(sv[0], req, n);
+    expect_no_cqe(&e0, &e0.cq);
+    wire_send(sv[0], f, n);
+    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_FLUSH, QRDMA_WC_SUCCESS);
+
+    /* an ATOMIC_WRITE whose RETH names 0 bytes: an invalid request */
+    stl_be_p(aw + WIRE_BTH + 8, (wire_psn(f) + 1) & 0xffffff);
+    stl_be_p(aw + WIRE_BTH + 12 + 12, 0);
+    wire_set_icrc(aw, aw_len);
+    wire_send(sv[2], aw, aw_len);
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
+    g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x60 | 1);
+    g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 5);
+    wire_drain(sv[0]);
+    wire_drain(sv[2]);
+}
+
+/*
+ * The answer to a READ or an atomic comes for a WQE whose ring slot the
+ * guest rewrote after it went out.  The completer reads the WQE again to
+ * complete it, and the rewritten one fails its checks (too many SGEs): the
+ * answer lands nowhere, above all not in the local buffer of the WQE the
+ * completer held before (the SEND after it, whose source is in an MR
+ * without local write, deregistered meanwhile or not), and the WQE
+ * completes with the error of its checks.
+ */
+static void stale_answer(Env *e0, Env *e1, int *sv, uint8_t opcode,
+                         bool dereg)
+{
+    static const char pattern[] = "the SEND's source, never written";
+    uint8_t ops[8], wc = opcode == QRDMA_WR_RDMA_READ ? QRDMA_WC_RDMA_READ :
+                                                         QRDMA_WC_FETCH_ADD;
+    struct qrdma_sq_wqe w[2];
+    uint32_t x;
+    Qp a, b;
+    int i;
+
+    connect_rc(e0, &a, e1, &b, true);
+    x = reg_mr(e0, e0->pd, 4096 * 6, 4096, 0);
+    write_data(e0, 4096 * 6, pattern);
+    qtest_writeq(e1->t.qts, e1->data + 4096 * 9, 40);
+    post_recv(e1, &b, 0xb1, e1->data, 64, e1->lkey);
+    w[0] = wqe_sge(0xa1, opcode, e0->data + 4096 * 10, 8, e0->lkey);
+    w[0].rdma.remote_addr = cpu_to_le64(e1->data + 4096 * 9);
+    w[0].rdma.rkey = cpu_to_le32(e1->rkey);
+    w[0].rdma.compare_add = cpu_to_le64(2);
+    w[1] = wqe_sge(0xa2, QRDMA_WR_SEND, 0x10000000, sizeof(pattern), x);
+    for (i = 0; i < 2; i++) {
+        qtest_memwrite(e0->t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
+                       &w[i], sizeof(w[i]));
+        a.sq_pi++;
+    }
+    ring_db(e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    g_assert_cmphex(ops[1], ==, 0x04);                  /* SEND_ONLY */
+    expect_cqe(e1, &e1->cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+
+    /* both went out; the first slot is rewritten, X perhaps deregistered */
+    w[0].num_sge = QRDMA_MAX_SEND_SGE + 1;
+    qtest_memwrite(e0->t.qts, a.sq, &w[0], sizeof(w[0]));
+    if (dereg) {
+        g_assert_cmpuint(qrdma_t_destroy(&e0->t, QRDMA_CMD_DEREG_MR, 0, x),
+                         ==, QRDMA_STATUS_OK);
+    }
+    /* the answer (ATOMIC_ACK or READ_RESPONSE_ONLY) and the SEND's ACK */
+    g_assert_cmpint(relay(sv[2], sv[0], 2, ops), >=, 1);
+    g_assert_cmphex(ops[0], ==,
+                    opcode == QRDMA_WR_RDMA_READ ? 0x10 : 0x12);
+    expect_cqe(e0, &e0->cq, 0xa1, a.qpn, wc, QRDMA_WC_LOC_QP_OP_ERR);
+    expect_cqe(e0, &e0->cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+               QRDMA_WC_WR_FLUSH_ERR);
+    expect_data(e0, 4096 * 6, pattern);
+    if (!dereg) {
+        g_assert_cmpuint(qrdma_t_destroy(&e0->t, QRDMA_CMD_DEREG_MR, 0, x),
+                         ==, QRDMA_STATUS_OK);
+    }
+}
+
+static void test_wire_stale_answer(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    QQrdma q1;
+    Env e0, e1;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    stale_answer(&e0, &e1, data, QRDMA_WR_ATOMIC_FETCH_AND_ADD, true);
+    stale_answer(&e0, &e1, data, QRDMA_WR_ATOMIC_FETCH_AND_ADD, false);
+    stale_answer(&e0, &e1, data, QRDMA_WR_RDMA_READ, false);
+    stale_answer(&e0, &e1, data, QRDMA_WR_RDMA_READ, true);
+    expect_no_cqe(&e0, &e0.cq);
+}
+
 /*
  * A SEND of three packets loses its middle one: the responder NAKs its
  * PSN, and the requester sends again from there, MIDDLE and LAST, not
@@ -3922,43 +4366,70 @@ static void test_wire_stalled_peer(void *obj, void *data,
 
 /*
  * A responder QP that goes away acknowledges once more what it took: the
- * ACK of a SEND is lost, the responder's QP is destroyed, and its last
- * ACK completes the SEND with no retry.  ibv_rc_pingpong's server leaves
- * so, as soon as its own last SEND is acknowledged.
+ * ACK of a SEND is lost, the responder's QP goes (how: QRDMA_QPS_RESET or
+ * QRDMA_QPS_ERR, else destroyed), and its last ACK completes the SEND
+ * with no retry.  ibv_rc_pingpong's server leaves so, as soon as its own
+ * last SEND is acknowledged.
+ */
+static void farewell_ack(Env *e0, Env *e1, int *sv, uint8_t how)
+{
+    uint8_t f[WIRE_FRAME_MAX], ops[8];
+    struct qrdma_sq_wqe w;
+    uint64_t retx;
+    Qp a, b;
+    size_t n;
+
+    connect_rc(e0, &a, e1, &b, true);
+    retx = qrdma_t_qom_get(&e0->t, "retransmits");
+    write_data(e0, 0, "the last one");
+    post_recv(e1, &b, 0xb1, e1->data, 64, e1->lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0->data, 13, e0->lkey);
+    post_send(e0, &a, &w);
+    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    expect_cqe(e1, &e1->cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    /* its ACK is lost */
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
+    expect_no_cqe(e0, &e0->cq);
+
+    if (how == QRDMA_QPS_RESET || how == QRDMA_QPS_ERR) {
+        g_assert_cmpuint(modify(e1, &b, A(STATE), how, 0, 0), ==, 0);
+    } else {
+        g_assert_cmpuint(qrdma_t_destroy(&e1->t, QRDMA_CMD_DESTROY_QP, 0,
+                                         b.qpn), ==, 0);
+    }
+    /* the farewell ACK goes where the QP's path pointed, to a's QPN */
+    n = wire_recv(sv[2], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
+    g_assert_cmphex(ldl_be_p(f + WIRE_BTH + 4) & 0xffffff, ==, a.qpn);
+    wire_send(sv[0], f, n);
+    expect_cqe(e0, &e0->cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0->t, "retransmits"), ==, retx);
+    g_assert_true(relay_quiet(sv[2]));
+    if (how == QRDMA_QPS_RESET || how == QRDMA_QPS_ERR) {
+        g_assert_cmpuint(qrdma_t_destroy(&e1->t, QRDMA_CMD_DESTROY_QP, 0,
+                                         b.qpn), ==, 0);
+    }
+    g_assert_cmpuint(qrdma_t_destroy(&e0->t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
+                     ==, 0);
+}
+
+/*
+ * Destroyed, moved to RESET (whose attributes are cleared, but only after
+ * the ACK left by them) or to ERR: each time the farewell ACK completes
+ * the SEND.
  */
 static void test_wire_farewell_ack(void *obj, void *data,
                                    QGuestAllocator *alloc)
 {
-    int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX], ops[8];
-    struct qrdma_sq_wqe w;
-    uint64_t retx;
     QQrdma q1;
     Env e0, e1;
-    Qp a, b;
-    size_t n;
 
     wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
-    retx = qrdma_t_qom_get(&e0.t, "retransmits");
-    write_data(&e0, 0, "the last one");
-    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 13, e0.lkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    /* its ACK is lost */
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
-    expect_no_cqe(&e0, &e0.cq);
-
-    g_assert_cmpuint(qrdma_t_destroy(&e1.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
-                     ==, 0);
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
-    g_assert_cmphex(ops[0], ==, 0x11);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits"), ==, retx);
-    g_assert_true(relay_quiet(sv[2]));
+    /* 0xff: destroyed */
+    farewell_ack(&e0, &e1, data, 0xff);
+    farewell_ack(&e0, &e1, data, QRDMA_QPS_RESET);
+    farewell_ack(&e0, &e1, data, QRDMA_QPS_ERR);
 }
 
 /*
@@ -4840,6 +5311,7 @@ static void qrdma_dp_register_tests(void)
     qos_add_test("dp/atomic-write", "qrdma", test_atomic_write, NULL);
     qos_add_test("dp/flush", "qrdma", test_flush, NULL);
     qos_add_test("dp/ud-grh-qkey", "qrdma", test_ud, NULL);
+    qos_add_test("dp/ud-too-long-srq", "qrdma", test_ud_too_long_srq, NULL);
     qos_add_test("dp/protection-s31-s32", "qrdma", test_protection, NULL);
     qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);
     qos_add_test("dp/hostile-wqe-more", "qrdma", test_hostile_more, NULL);
@@ -4913,6 +5385,14 @@ static void qrdma_dp_register_tests(void)
                  &relay_opts);
     qos_add_test("dp/wire-nak-resume", "qrdma", test_wire_nak_resume,
                  &relay_opts);
+    qos_add_test("dp/wire-stale-answer", "qrdma", test_wire_stale_answer,
+                 &relay_opts);
+    qos_add_test("dp/wire-nak-mid-message", "qrdma",
+                 test_wire_nak_mid_message, &relay_opts);
+    qos_add_test("dp/wire-msn-pmtu", "qrdma", test_wire_msn_pmtu,
+                 &relay_opts);
+    qos_add_test("dp/wire-flush-atomic-write", "qrdma",
+                 test_wire_flush_atomic_write, &relay_opts);
     qos_add_test("dp/wire-pcap", "qrdma", test_wire_pcap, &pcap_opts);
     qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
                  NULL);
