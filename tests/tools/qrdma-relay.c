@@ -17,7 +17,9 @@
  *   qrdma-relay [options] PORT...      PORT: RELAY_SOCKET=VM_SOCKET
  *
  * The relay binds RELAY_SOCKET and sends to VM_SOCKET; the VM's netdev is
- * -netdev dgram,local.path=VM_SOCKET,remote.path=RELAY_SOCKET.
+ * -netdev dgram,local.path=VM_SOCKET,remote.path=RELAY_SOCKET.  With
+ * --pcap it writes every frame as it came in, before any impairment, to a
+ * pcap file (Ethernet), for tshark or scripts/roce-pcap.
  */
 
 #define _GNU_SOURCE
@@ -86,6 +88,7 @@ static Held held[HELD_MAX];
 static int nheld;
 static Stats stats;
 static uint64_t rng_state;
+static FILE *pcap;
 
 static void on_signal(int sig)
 {
@@ -133,7 +136,8 @@ static void usage(FILE *f)
         "  --jitter MS     and by up to MS more, at random\n"
         "  --seed N        the random seed (default 1)\n"
         "  --duration SEC  stop after SEC seconds (default 3600)\n"
-        "  --stats FILE    write the counts there at the end too\n");
+        "  --stats FILE    write the counts there at the end too\n"
+        "  --pcap FILE     write every frame as it came in to FILE (pcap)\n");
 }
 
 static int port_open(const char *spec)
@@ -301,12 +305,41 @@ static int next_due_ms(uint64_t now)
     return first <= now ? 0 : (int)((first - now + 999999) / 1000000);
 }
 
+/* pcap's global header: version 2.4, microseconds, Ethernet. */
+static bool pcap_open(const char *path)
+{
+    static const uint32_t hdr[6] = { 0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1 };
+
+    pcap = fopen(path, "wb");
+    return pcap && fwrite(hdr, sizeof(hdr), 1, pcap) == 1;
+}
+
+static void pcap_frame(const uint8_t *buf, uint32_t len)
+{
+    struct timespec ts;
+    uint32_t rec[4];
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    rec[0] = ts.tv_sec;
+    rec[1] = ts.tv_nsec / 1000;
+    rec[2] = rec[3] = len;
+    if (fwrite(rec, sizeof(rec), 1, pcap) != 1 ||
+        fwrite(buf, len, 1, pcap) != 1) {
+        perror("qrdma-relay: pcap");
+        fclose(pcap);
+        pcap = NULL;
+    }
+}
+
 static void take(const Rates *r, int from, uint8_t *buf, uint32_t len)
 {
     uint64_t now = now_ns(), due = now;
     int copies = 1, c, i;
 
     stats.in++;
+    if (pcap) {
+        pcap_frame(buf, len);
+    }
     /* A reordered frame goes once as many later ones have passed it. */
     for (i = 0; i < nheld; i++) {
         if (held[i].behind && --held[i].behind == 0) {
@@ -388,6 +421,7 @@ int main(int argc, char **argv)
         { "seed", required_argument, NULL, 's' },
         { "duration", required_argument, NULL, 't' },
         { "stats", required_argument, NULL, 'o' },
+        { "pcap", required_argument, NULL, 'p' },
         { "help", no_argument, NULL, 'h' },
         { 0 }
     };
@@ -421,6 +455,14 @@ int main(int argc, char **argv)
         case 'o':
             stats_file = optarg;
             ok = true;
+            break;
+        case 'p':
+            ok = pcap_open(optarg);
+            if (!ok) {
+                fprintf(stderr, "qrdma-relay: cannot write %s: %s\n",
+                        optarg, strerror(errno));
+                return 1;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -485,6 +527,10 @@ int main(int argc, char **argv)
         release_due(now_ns());
     }
     print_stats(stdout, &r, seed);
+    if (pcap && fclose(pcap)) {
+        perror("qrdma-relay: pcap");
+        return 1;
+    }
     if (stats_file) {
         FILE *f = fopen(stats_file, "w");
 

@@ -34,6 +34,18 @@
  *       up to 4 times as long) and 2 s more.  The stream then exits
  *       without freeing anything: the kernel must.
  *
+ *   wire-faults rmw-server ADDR PORT COUNT
+ *   wire-faults rmw-client ADDR PORT COUNT flush|no-flush
+ *       RC, IBA 1.5's FLUSH and ATOMIC_WRITE: the server lets its QP and
+ *       an MR take both (IBV_ACCESS_FLUSH_GLOBAL) and sends the MR's
+ *       address and rkey; the client then, COUNT times, writes a new
+ *       8-byte value there with ATOMIC_WRITE and (with flush) makes it
+ *       visible with a FLUSH of those 8 bytes (both signaled, each must
+ *       succeed with its own opcode), and finally SENDs the last value;
+ *       the server checks that its memory holds it.  rxe answers both
+ *       with an empty RDMA READ response and expects that answer, as the
+ *       specification has it.
+ *
  * The server side binds ADDR, the client side connects to it; both
  * connect through rdma_cm, which picks the device and the GID.  Each
  * prints what it saw and "PASS" or "FAIL: why", and exits 0 only on PASS.
@@ -600,6 +612,171 @@ static int rc_stream(const char *addr, const char *port, int timeout,
 	return 0;
 }
 
+/* The value of the i-th ATOMIC_WRITE of rmw-client. */
+static uint64_t rmw_value(uint32_t i)
+{
+	return 0x0123456789abcdefull ^ ((uint64_t)i * 0x9e3779b97f4a7c15ull);
+}
+
+/* The MR's address and rkey, as the server sends them. */
+struct rmw_target {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+static void expect_wc(struct conn *c, enum ibv_wc_opcode opcode,
+		      uint64_t wr_id, const char *what)
+{
+	struct ibv_wc wc;
+
+	if (!poll_one(c, &wc, WC_TIMEOUT_MS))
+		fail("%s %llu: no completion", what,
+		     (unsigned long long)wr_id);
+	if (wc.status != IBV_WC_SUCCESS || wc.opcode != opcode ||
+	    wc.wr_id != wr_id)
+		fail("%s %llu: %s, opcode %d, wr_id %llu", what,
+		     (unsigned long long)wr_id, ibv_wc_status_str(wc.status),
+		     wc.opcode, (unsigned long long)wc.wr_id);
+}
+
+static int rmw_server(const char *addr, const char *port, uint32_t count)
+{
+	struct conn c = { .buf_len = 4096 };
+	struct rdma_conn_param cp = rc_param(7, 7);
+	struct ibv_qp_attr attr = {
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC |
+				   IBV_ACCESS_FLUSH_GLOBAL,
+	};
+	struct rmw_target t;
+	uint64_t *target, last;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	cm_listen(&c, addr, port, RDMA_PS_TCP);
+	make_qp(&c, IBV_QPT_RC, 4);
+	target = aligned_alloc(4096, 4096);
+	if (!target)
+		fail("out of memory");
+	*target = 0;
+	mr = ibv_reg_mr(c.pd, target, 4096, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+			IBV_ACCESS_FLUSH_GLOBAL);
+	if (!mr)
+		fail("ibv_reg_mr(FLUSH_GLOBAL): %s", strerror(errno));
+	post_recv(&c, 0, 8);
+	if (rdma_accept(c.id, &cp))
+		fail("rdma_accept: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED));
+	/* rdma_cm grants no FLUSH: the QP gets it before the client may. */
+	if (ibv_modify_qp(c.id->qp, &attr, IBV_QP_ACCESS_FLAGS))
+		fail("ibv_modify_qp(qp_access_flags): %s", strerror(errno));
+	t = (struct rmw_target){ .addr = (uintptr_t)target, .rkey = mr->rkey };
+	memcpy(c.buf + 64, &t, sizeof(t));
+	post_send(&c, 64, sizeof(t));
+	expect_wc(&c, IBV_WC_SEND, 64, "the target's SEND");
+	if (!poll_one(&c, &wc, WC_TIMEOUT_MS))
+		fail("the client's last value never came");
+	if (wc.status != IBV_WC_SUCCESS || wc.byte_len != 8)
+		fail("receive: %s, %u bytes", ibv_wc_status_str(wc.status),
+		     wc.byte_len);
+	memcpy(&last, c.buf, 8);
+	if (last != rmw_value(count - 1) || *target != last)
+		fail("the target holds 0x%016llx, the client's last value was "
+		     "0x%016llx, the %u-th 0x%016llx",
+		     (unsigned long long)*target, (unsigned long long)last,
+		     count, (unsigned long long)rmw_value(count - 1));
+	printf("# %u ATOMIC_WRITEs and FLUSHes taken; the target holds the "
+	       "last value\n", count);
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_DISCONNECTED));
+	printf("PASS\n");
+	return 0;
+}
+
+static int rmw_client(const char *addr, const char *port, uint32_t count,
+		      bool flush)
+{
+	struct conn c = { .buf_len = 4096 };
+	struct rdma_conn_param cp = rc_param(7, 7);
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE |
+				  IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_SEND,
+	};
+	struct rmw_target t;
+	struct ibv_qp_ex *qpx;
+	struct ibv_wc wc;
+	uint64_t value;
+	uint32_t i;
+
+	cm_resolve(&c, addr, port, RDMA_PS_TCP);
+	c.pd = ibv_alloc_pd(c.id->verbs);
+	c.cq = c.pd ? ibv_create_cq(c.id->verbs, 8, NULL, NULL, 0) : NULL;
+	c.buf = calloc(1, c.buf_len);
+	if (!c.cq || !c.buf)
+		fail("ibv_alloc_pd, ibv_create_cq");
+	c.mr = ibv_reg_mr(c.pd, c.buf, c.buf_len, IBV_ACCESS_LOCAL_WRITE);
+	if (!c.mr)
+		fail("ibv_reg_mr: %s", strerror(errno));
+	qa.pd = c.pd;
+	qa.send_cq = c.cq;
+	qa.recv_cq = c.cq;
+	if (rdma_create_qp_ex(c.id, &qa))
+		fail("rdma_create_qp_ex(ATOMIC_WRITE, FLUSH): %s",
+		     strerror(errno));
+	qpx = ibv_qp_to_qp_ex(c.id->qp);
+	post_recv(&c, 0, sizeof(t));
+	if (rdma_connect(c.id, &cp))
+		fail("rdma_connect: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED));
+	if (!poll_one(&c, &wc, WC_TIMEOUT_MS) || wc.status != IBV_WC_SUCCESS ||
+	    wc.byte_len != sizeof(t))
+		fail("the server's target never came");
+	memcpy(&t, c.buf, sizeof(t));
+	for (i = 0; i < count; i++) {
+		value = rmw_value(i);
+		ibv_wr_start(qpx);
+		qpx->wr_id = 2 * i;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(qpx, t.rkey, t.addr, &value);
+		if (flush) {
+			qpx->wr_id = 2 * i + 1;
+			qpx->wr_flags = IBV_SEND_SIGNALED;
+			ibv_wr_flush(qpx, t.rkey, t.addr, 8, IBV_FLUSH_GLOBAL,
+				     IBV_FLUSH_RANGE);
+		}
+		if (ibv_wr_complete(qpx))
+			fail("ibv_wr_complete: %s", strerror(errno));
+		expect_wc(&c, IBV_WC_ATOMIC_WRITE, 2 * i, "ATOMIC_WRITE");
+		if (flush)
+			expect_wc(&c, IBV_WC_FLUSH, 2 * i + 1, "FLUSH");
+	}
+	memcpy(c.buf + 64, &value, 8);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 64;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, c.mr->lkey, (uintptr_t)c.buf + 64, 8);
+	if (ibv_wr_complete(qpx))
+		fail("ibv_wr_complete: %s", strerror(errno));
+	expect_wc(&c, IBV_WC_SEND, 64, "the last value's SEND");
+	printf("# %u ATOMIC_WRITEs%s completed\n", count,
+	       flush ? " and FLUSHes" : "");
+	rdma_disconnect(c.id);
+	printf("PASS\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -620,12 +797,22 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "rc-stream"))
 		return rc_stream(argv[2], argv[3], atoi(argv[4]),
 				 atoi(argv[5]));
+	if (argc >= 5 && !strncmp(argv[1], "rmw-", 4) && atoi(argv[4]) < 1)
+		fail("COUNT must be 1 or more");
+	if (argc == 5 && !strcmp(argv[1], "rmw-server"))
+		return rmw_server(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 6 && !strcmp(argv[1], "rmw-client") &&
+	    (!strcmp(argv[5], "flush") || !strcmp(argv[5], "no-flush")))
+		return rmw_client(argv[2], argv[3], atoi(argv[4]),
+				  !strcmp(argv[5], "flush"));
 	fprintf(stderr,
 		"usage: %s ud-recv|ud-send ADDR PORT COUNT SIZE\n"
 		"       %s rnr-server ADDR PORT RNR_RETRY DELAY_MS\n"
 		"       %s rnr-client ADDR PORT RNR_RETRY\n"
 		"       %s rc-sink ADDR PORT\n"
-		"       %s rc-stream ADDR PORT TIMEOUT RETRY_CNT\n",
-		argv[0], argv[0], argv[0], argv[0], argv[0]);
+		"       %s rc-stream ADDR PORT TIMEOUT RETRY_CNT\n"
+		"       %s rmw-server ADDR PORT COUNT\n"
+		"       %s rmw-client ADDR PORT COUNT flush|no-flush\n",
+		argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
 	return 2;
 }

@@ -33,6 +33,7 @@ RUN_TIMEOUT=60
 NQN=qrdma-wire-pair
 FIO_SIZE=32M
 UD_COUNT=2000
+RMW_COUNT=200
 
 WIRE_TESTS=(
     rc_pingpong uc_pingpong ud_pingpong srq_pingpong rc_pingpong_ipv6
@@ -40,7 +41,7 @@ WIRE_TESTS=(
     send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat
     send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
     send_lat_cm write_lat_cm read_lat_cm
-    rping ucmatose udaddy ud_datagrams rnr_forever rnr_finite nvme nvme_fio
+    rping ucmatose udaddy ud_datagrams rnr_forever rnr_finite rmw nvme nvme_fio
 )
 
 describe() {
@@ -58,6 +59,7 @@ describe() {
         ud_datagrams) echo "UD: $UD_COUNT numbered, checksummed datagrams from B to A; some may be lost, none may arrive corrupted or twice" ;;
         rnr_forever) echo "RNR: A posts its receive 500 ms late; B's SEND with rnr_retry 7 waits through RNR NAKs and succeeds, the bytes checked" ;;
         rnr_finite) echo "RNR: A posts no receive; B's SEND with rnr_retry 3 fails with RNR_RETRY_EXC_ERR after its retries" ;;
+        rmw) echo "IBA 1.5: $RMW_COUNT ATOMIC_WRITEs from B to A's memory, each followed by a FLUSH between the same kinds, every one completed, the last value found there" ;;
         faults_met) echo "behind the impairing relay: the transports met its faults (duplicates, out-of-sequence requests, NAKs, retransmits or ICRC drops counted)" ;;
     esac
 }
@@ -266,6 +268,25 @@ rnr() {
 
 t_rnr_forever() { rnr 7 500; }
 t_rnr_finite() { rnr 3 -1; }
+
+# ATOMIC_WRITE and FLUSH from B to A, each answered by an empty RDMA READ
+# response (IBA 1.5).  rxe (Linux 6.12) computes a FLUSH's ICRC over its
+# headers twice, sending and checking, so FLUSH goes between qrdma and rxe
+# in neither direction: qrdma follows the RoCEv2 annex
+# (docs/specs/qrdma.rst, "Interoperation with Linux rxe").  Between
+# different kinds, ATOMIC_WRITE alone.
+t_rmw() {
+    local p flush=flush
+    pair_need_setup || return 1
+    p=$(port)
+    if [ "$PAIR_KIND" != "$PAIR_PEER_KIND" ]; then
+        flush=no-flush
+        echo "INFO: ATOMIC_WRITE alone: rxe's FLUSH frames carry an ICRC over their headers twice"
+    fi
+    pair_server_client "$LOGDIR/rmw" "cm:$p" "$RUN_TIMEOUT" \
+        "$WIRE_FAULTS" rmw-server "$PAIR_IP" "$p" "$RMW_COUNT" -- \
+        "$WIRE_FAULTS" rmw-client "$PAIR_PEER_IP" "$p" "$RMW_COUNT" "$flush"
+}
 
 # --- NVMe over RDMA ---------------------------------------------------------------
 
