@@ -43,7 +43,7 @@ done
 echo "# both done in $(( $(date +%s) - start ))s"
 
 passed() {
-    [ "${rc[$1]}" -eq 0 ] && grep -q '^main-job: first pingpong' "$TMP/$1.out"
+    [ "${rc[$1]}" -eq 0 ] && grep -q '^main-job: first pingpong [0-9]' "$TMP/$1.out"
 }
 for side in A B; do
     check "main-job of clone $side passes (exit ${rc[$side]}) and runs its pingpong" \
@@ -53,7 +53,7 @@ check "the clones took turns at the shared builds, and said so" \
     grep -q 'waiting for the cache lock' "$TMP/A.out" "$TMP/B.out"
 for side in A B; do
     echo "# clone $side: $(grep -c 'waiting for the cache lock' "$TMP/$side.out") waits;" \
-        "$(grep '^main-job: first pingpong' "$TMP/$side.out" || echo 'no pingpong')"
+        "$(grep -m1 '^main-job: first pingpong [0-9]' "$TMP/$side.out" || echo 'no pingpong')"
     grep 'waiting for the cache lock' "$TMP/$side.out" | sed 's/^/#   /'
     sed -n '/^time by stage:/,$p' "$TMP/$side.out" | sed 's/^/# /'
     [ "$failed" -eq 0 ] || tail -n 30 "$TMP/$side.out" | sed 's/^/# | /'
