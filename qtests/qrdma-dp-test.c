@@ -2158,7 +2158,8 @@ static void second_device(QQrdma *q, QQrdma *q2, QGuestAllocator *alloc,
  * RC QP a on device e1 and b on e2, connected to each other: a in RTS, b
  * in RTR, and in RTS too if b_rts.
  */
-static void connect_rc(Env *e1, Qp *a, Env *e2, Qp *b, bool b_rts)
+/* RC QPs a of e1 and b of e2, each in RTR towards the other. */
+static void rc_to_rtr(Env *e1, Qp *a, Env *e2, Qp *b)
 {
     g_assert_cmpuint(create_qp(e1, a, QRDMA_QPT_RC, 0, &e1->cq, &e1->cq), ==,
                      0);
@@ -2166,6 +2167,11 @@ static void connect_rc(Env *e1, Qp *a, Env *e2, Qp *b, bool b_rts)
                      0);
     to_rtr(e1, a, b->qpn);
     to_rtr(e2, b, a->qpn);
+}
+
+static void connect_rc(Env *e1, Qp *a, Env *e2, Qp *b, bool b_rts)
+{
+    rc_to_rtr(e1, a, e2, b);
     to_rts(e1, a, 0);
     if (b_rts) {
         to_rts(e2, b, 0);
@@ -3844,12 +3850,7 @@ static void test_wire_nak_mid_message(void *obj, void *data,
     int i;
 
     wire_envs(obj, alloc, &q1, &e0, &e1);
-    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_RC, 0, &e0.cq, &e0.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
-                     0);
-    to_rtr(&e0, &a, b.qpn);
-    to_rtr(&e1, &b, a.qpn);
+    rc_to_rtr(&e0, &a, &e1, &b);
     to_rts(&e0, &a, 7);
     to_rts(&e1, &b, 7);
 
@@ -4297,12 +4298,7 @@ static void test_wire_rnr_repeat(void *obj, void *data,
     size_t n;
 
     wire_envs(obj, alloc, &q1, &e0, &e1);
-    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_RC, 0, &e0.cq, &e0.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_RC, 0, &e1.cq, &e1.cq), ==,
-                     0);
-    to_rtr(&e0, &a, b.qpn);
-    to_rtr(&e1, &b, a.qpn);
+    rc_to_rtr(&e0, &a, &e1, &b);
     to_rts(&e0, &a, 1);
     to_rts(&e1, &b, 0);
     write_data(&e0, 0, "after an RNR NAK");

@@ -6,24 +6,12 @@
 # machine's cache, as a second clone would.  TAP.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/lib-tap.sh"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-build-failure.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 out=$TMP/out
 
-n=0
-failed=0
-check() {
-    local what=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n $what"
-    else
-        echo "not ok $n $what"
-        failed=$((failed + 1))
-    fi
-}
 has() { grep -qF -- "$1" "$out"; }
 lacks() { ! grep -qF -- "$1" "$out"; }
 
@@ -49,9 +37,8 @@ check "the last error names the failed step, with the compiler's error in its lo
 check "the summary marks the step and the stages around it FAILED" \
     eval 'grep -qE "^ +qemu-build +[0-9]+s  FAILED" "$out" &&
           grep -qE "^  build +[0-9]+s  FAILED" "$out"'
-if [ "$failed" -ne 0 ]; then
+if [ "$TAP_FAILED" -ne 0 ]; then
     echo "# the end of test-all's output:"
     tail -n 40 "$out" | sed 's/^/# /'
 fi
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_end

@@ -7,24 +7,11 @@
 # runs it, not test-all.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/lib-tap.sh"
 
 # Gigabytes: not a tmpfs.
 TMP=$(mktemp -d /var/tmp/qrdma-cold-concurrent.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-
-n=0
-failed=0
-check() {
-    local what=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n $what"
-    else
-        echo "not ok $n $what"
-        failed=$((failed + 1))
-    fi
-}
 
 start=$(date +%s)
 declare -A pid rc
@@ -56,7 +43,6 @@ for side in A B; do
         "$(grep -m1 '^main-job: first pingpong [0-9]' "$TMP/$side.out" || echo 'no pingpong')"
     grep 'waiting for the cache lock' "$TMP/$side.out" | sed 's/^/#   /'
     sed -n '/^time by stage:/,$p' "$TMP/$side.out" | sed 's/^/# /'
-    [ "$failed" -eq 0 ] || tail -n 30 "$TMP/$side.out" | sed 's/^/# | /'
+    [ "$TAP_FAILED" -eq 0 ] || tail -n 30 "$TMP/$side.out" | sed 's/^/# | /'
 done
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_end

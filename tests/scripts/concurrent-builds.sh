@@ -6,23 +6,10 @@
 # TAP.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/lib-tap.sh"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-concurrent-builds.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
-
-n=0
-failed=0
-check() {
-    local what=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n $what"
-    else
-        echo "not ok $n $what"
-        failed=$((failed + 1))
-    fi
-}
 
 tag=$$.$RANDOM
 declare -A pid rc
@@ -60,11 +47,10 @@ check "both builds pass (A: exit ${rc[A]}, B: exit ${rc[B]})" \
 check "one of them waited for the other's lock of the tree and said so" one_waited
 check "checkout A's QEMU is built from A's source, not B's" built_from A B
 check "checkout B's QEMU is built from B's source, not A's" built_from B A
-if [ "$failed" -ne 0 ]; then
+if [ "$TAP_FAILED" -ne 0 ]; then
     for side in A B; do
         echo "# the end of $side's build:"
         tail -n 20 "$TMP/$side.out" | sed 's/^/# /'
     done
 fi
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_end

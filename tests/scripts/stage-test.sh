@@ -5,6 +5,7 @@
 # that share the cache wait for each other.  TAP.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/lib-tap.sh"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-stage-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
@@ -17,20 +18,8 @@ trap 'rm -rf "$TMP"' EXIT
 }
 unset QRDMA_STAGE_LOG QRDMA_STAGE_DEPTH QRDMA_STAGE_PATH
 
-n=0
-failed=0
-check() {
-    local what=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n $what"
-    else
-        echo "not ok $n $what"
-        failed=$((failed + 1))
-        sed 's/^/# /' "$TMP/out" 2>/dev/null | tail -n 20
-    fi
-}
+# shellcheck disable=SC2034 # read by lib-tap.sh's check
+TAP_DETAILS=$TMP/out
 has() { grep -qF -- "$1" "$TMP/out"; }
 lacks() { ! grep -qF -- "$1" "$TMP/out"; }
 
@@ -152,5 +141,4 @@ whole() {
 check "two downloads of one file at once: both succeed, the file is whole, no part file is left" \
     whole
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_end
