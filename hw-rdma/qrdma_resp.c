@@ -375,6 +375,18 @@ static void qrdma_resp_empty_read_resp(QrdmaCore *core, QrdmaQp *qp,
     qrdma_dp_xmit(core, qp, &out);
 }
 
+/*
+ * A responder resource keeps the READ, FLUSH or ATOMIC_WRITE of psn,
+ * which took psns PSNs, in place of the oldest.
+ */
+static void qrdma_resp_keep(QrdmaQp *qp, uint32_t psn, uint32_t psns)
+{
+    uint32_t r = qp->resp.read_next++ % QRDMA_MAX_RD_ATOMIC;
+
+    qp->resp.reads[r].psn = psn;
+    qp->resp.reads[r].psns = psns;
+}
+
 /* Whether a responder resource keeps the request of psn. */
 static bool qrdma_resp_kept(const QrdmaQp *qp, uint32_t psn)
 {
@@ -559,7 +571,6 @@ static QrdmaRxResult qrdma_resp_other(QrdmaCore *core, QrdmaQp *qp,
     QrdmaRxResult rx;
     QrdmaMap m;
     uint64_t *p;
-    uint32_t r;
 
     if ((pkt->opcode & 0x1f) == QRDMA_OP_ATOMIC_WRITE) {
         /* The RETH names exactly its 8 bytes (IBA 1.5 oA19-28). */
@@ -589,9 +600,7 @@ static QrdmaRxResult qrdma_resp_other(QrdmaCore *core, QrdmaQp *qp,
      * the request coming again is answered again, not done again.
      */
     qp->resp.msn++;
-    r = qp->resp.read_next++ % QRDMA_MAX_RD_ATOMIC;
-    qp->resp.reads[r].psn = pkt->psn;
-    qp->resp.reads[r].psns = 1;
+    qrdma_resp_keep(qp, pkt->psn, 1);
     qrdma_resp_empty_read_resp(core, qp, pkt->psn);
     return QRDMA_RX_OK;
 }
@@ -923,10 +932,7 @@ void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
     } else if (flags & QRDMA_OPF_READ) {
         rx = qrdma_resp_read(core, qp, pkt, &psns, false, true);
         if (rx == QRDMA_RX_OK) {
-            uint32_t r = qp->resp.read_next++ % QRDMA_MAX_RD_ATOMIC;
-
-            qp->resp.reads[r].psn = pkt->psn;
-            qp->resp.reads[r].psns = psns;
+            qrdma_resp_keep(qp, pkt->psn, psns);
         }
     } else if (flags & QRDMA_OPF_ATOMIC) {
         rx = qrdma_resp_atomic(core, qp, pkt);
