@@ -363,6 +363,8 @@ static const struct {
     { "icrc-errors", offsetof(QrdmaCounters, icrc_errors) },
     { "wire-malformed", offsetof(QrdmaCounters, wire_malformed) },
     { "wire-ud-duplicates", offsetof(QrdmaCounters, ud_duplicates) },
+    { "held-dropped", offsetof(QrdmaCounters, held_dropped) },
+    { "dup-unmatched", offsetof(QrdmaCounters, dup_unmatched) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,

@@ -153,13 +153,50 @@ typedef struct QrdmaComp {
     bool retry_armed;                   /* the ACK timer runs */
 } QrdmaComp;
 
-/* The responder: the PSN it expects and the message it is taking in. */
-typedef struct QrdmaAtomicRes {
-    bool valid;
-    uint32_t psn;
-    uint64_t orig;
-} QrdmaAtomicRes;
+/*
+ * A responder resource: a READ, atomic, FLUSH or ATOMIC_WRITE the
+ * responder took, kept so that the request coming again (its answer was
+ * lost) is answered from it and never done twice.  The QP keeps the last
+ * max_dest_rd_atomic of them, as many as it told its peer it has.
+ */
+typedef enum QrdmaResKind {
+    QRDMA_RES_NONE,
+    QRDMA_RES_READ,
+    QRDMA_RES_ATOMIC,
+    QRDMA_RES_EMPTY,                    /* FLUSH, ATOMIC_WRITE */
+} QrdmaResKind;
 
+typedef struct QrdmaRespRes {
+    uint8_t kind;                       /* QrdmaResKind */
+    uint32_t psn;                       /* of the request */
+    uint32_t psns;                      /* PSNs its answer takes */
+    uint64_t va;                        /* RETH, or AtomicETH's address */
+    uint32_t rkey;
+    uint32_t len;                       /* READ: bytes asked for */
+    uint64_t orig;                      /* atomic: the value it returned */
+} QrdmaRespRes;
+
+/*
+ * The READ the responder answers: a turn at a time, by its engine, so
+ * that one request never makes the main loop send gigabytes, and only as
+ * fast as the transport takes them.  The range is looked up again each
+ * turn: the MR may go meanwhile.
+ */
+typedef struct QrdmaReadAnswer {
+    bool active;
+    bool resumed;                       /* the rest of one: no FIRST */
+    uint32_t psn;                       /* of its first response */
+    uint32_t npkts;
+    uint32_t next;                      /* responses sent */
+    uint64_t va;
+    uint32_t rkey;
+    uint32_t len;
+} QrdmaReadAnswer;
+
+/* A request that waits while its QP answers a READ (qrdma_resp.c). */
+typedef struct QrdmaHeldPkt QrdmaHeldPkt;
+
+/* The responder: the PSN it expects and the message it is taking in. */
 typedef struct QrdmaResp {
     uint32_t epsn;                      /* the next PSN expected */
     uint32_t msn;                       /* messages completed */
@@ -172,23 +209,14 @@ typedef struct QrdmaResp {
     uint32_t rkey;
     uint32_t dma_len;
     QrdmaIter sink;                     /* where its bytes go */
-    /*
-     * The responder resources of atomics: the last QRDMA_MAX_RD_ATOMIC
-     * results, so that a request that comes again is answered, not done
-     * again.  A READ needs none: it is read again.
-     */
-    QrdmaAtomicRes atomics[QRDMA_MAX_RD_ATOMIC];
-    uint32_t atomic_next;
-    /*
-     * The PSNs of the last QRDMA_MAX_RD_ATOMIC READs: a READ asked for
-     * again from one of its responses on is answered from there on as
-     * the rest of the first answer (MIDDLE, LAST), as Linux rxe expects.
-     */
-    struct {
-        uint32_t psn;
-        uint32_t psns;                  /* 0: none */
-    } reads[QRDMA_MAX_RD_ATOMIC];
-    uint32_t read_next;
+    /* max_dest_rd_atomic of them in use, the oldest replaced first */
+    QrdmaRespRes res[QRDMA_MAX_RD_ATOMIC];
+    uint32_t res_next;
+    QrdmaReadAnswer answer;
+    QSIMPLEQ_HEAD(, QrdmaHeldPkt) held;
+    uint32_t nheld;
+    bool answer_queued;                 /* on the device's answer list */
+    QSIMPLEQ_ENTRY(QrdmaQp) answer_next;
 } QrdmaResp;
 
 /*
@@ -350,6 +378,10 @@ typedef struct QrdmaCounters {
     uint64_t icrc_errors;
     uint64_t wire_malformed;            /* headers short, inconsistent */
     uint64_t ud_duplicates;             /* also counted in dup_reqs */
+    /* requests dropped while their QP answered a READ: too many waited */
+    uint64_t held_dropped;
+    /* duplicate requests no responder resource matched: not answered */
+    uint64_t dup_unmatched;
 } QrdmaCounters;
 
 /* A UD packet lately taken from the wire: see qrdma_wire_ud_seen(). */
@@ -408,6 +440,8 @@ typedef struct QrdmaCore {
     bool port_up;                       /* as last reported to the driver */
     QEMUBH *dp_bh;
     QSIMPLEQ_HEAD(, QrdmaQp) work;      /* QPs with send work to do */
+    QSIMPLEQ_HEAD(, QrdmaQp) answers;   /* QPs with a READ to answer */
+    uint64_t held_bytes;                /* of every QrdmaHeldPkt */
     QrdmaFabric *fabric_link;           /* the "fabric" property, or NULL */
     QrdmaFabricPort port;               /* the loopback transport */
     const QrdmaTransportOps *xport;     /* what carries packets */

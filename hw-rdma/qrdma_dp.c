@@ -25,8 +25,6 @@
 #include "qrdma_wire.h"
 #include "trace.h"
 
-#define QRDMA_MAX_MSG (1u << 31)
-
 void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
                   struct qrdma_cqe *cqe, bool solicited)
 {
@@ -469,12 +467,57 @@ static bool qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
     return false;
 }
 
+/*
+ * What a responder sends in one turn of the bottom half: a READ's answer
+ * shares the main loop, and the transport, with everything else.
+ */
+#define QRDMA_ANSWER_TURN_BYTES (256 * KiB)
+
+void qrdma_dp_answer_later(QrdmaCore *core, QrdmaQp *qp)
+{
+    if (!qp->resp.answer_queued) {
+        qp->resp.answer_queued = true;
+        QSIMPLEQ_INSERT_TAIL(&core->answers, qp, resp.answer_next);
+    }
+    /* A transport backed up schedules the bottom half as it drains. */
+    if (!qrdma_dp_xport_busy(core)) {
+        qemu_bh_schedule(core->dp_bh);
+    }
+}
+
+void qrdma_dp_answer_cancel(QrdmaCore *core, QrdmaQp *qp)
+{
+    if (qp->resp.answer_queued) {
+        QSIMPLEQ_REMOVE(&core->answers, qp, QrdmaQp, resp.answer_next);
+        qp->resp.answer_queued = false;
+    }
+}
+
+/* One turn for each responder with answers due; true if any are left. */
+static bool qrdma_dp_run_answers(QrdmaCore *core)
+{
+    QrdmaQp *qp, *last = QSIMPLEQ_LAST(&core->answers, QrdmaQp,
+                                       resp.answer_next);
+    bool more = true;
+
+    while (more && !qrdma_dp_xport_busy(core) &&
+           (qp = QSIMPLEQ_FIRST(&core->answers))) {
+        more = qp != last;
+        QSIMPLEQ_REMOVE_HEAD(&core->answers, resp.answer_next);
+        qp->resp.answer_queued = false;
+        qrdma_resp_run(core, qp, QRDMA_ANSWER_TURN_BYTES);
+    }
+    return !QSIMPLEQ_EMPTY(&core->answers);
+}
+
 static void qrdma_dp_run(void *opaque)
 {
     QrdmaCore *core = opaque;
     QrdmaQp *qp, *last = QSIMPLEQ_LAST(&core->work, QrdmaQp, next);
-    bool more = true;
+    bool more = true, answers;
 
+    /* Answers first: peers wait for them, and they hold requests back. */
+    answers = qrdma_dp_run_answers(core);
     /*
      * One turn for each QP queued now; those queued again meanwhile wait
      * for the next run, so the main loop gets its turn in between.
@@ -489,7 +532,8 @@ static void qrdma_dp_run(void *opaque)
             qrdma_resp_flush_rq(core, qp);
         }
     }
-    if (!QSIMPLEQ_EMPTY(&core->work) && !qrdma_dp_xport_busy(core)) {
+    if ((answers || !QSIMPLEQ_EMPTY(&core->work)) &&
+        !qrdma_dp_xport_busy(core)) {
         qemu_bh_schedule(core->dp_bh);
     }
 }
@@ -677,7 +721,9 @@ static void qrdma_qp_engines_reset(QrdmaQp *qp)
     qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
+    /* Released first (qrdma_resp_release): nothing of it is lost. */
     memset(&qp->resp, 0, sizeof(qp->resp));
+    QSIMPLEQ_INIT(&qp->resp.held);
     qp->wqe.valid = false;
     qp->comm_est = false;
     qp->fatal = false;
@@ -685,6 +731,8 @@ static void qrdma_qp_engines_reset(QrdmaQp *qp)
 
 void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp)
 {
+    qp->resp.answer_queued = false;
+    QSIMPLEQ_INIT(&qp->resp.held);
     qrdma_qp_engines_reset(qp);
     qp->mtu = qrdma_qp_mtu_of(qp);
     qp->sent = g_new0(QrdmaSent, QRDMA_SENT_MAX);
@@ -708,6 +756,8 @@ static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
 {
     if (qp->state == QRDMA_QPS_RESET || qp->state == QRDMA_QPS_ERR) {
+        /* What waited for a READ's answer is dropped with it. */
+        qrdma_resp_release(core, qp);
         qrdma_resp_farewell(core, qp, from);
     }
     if (qp->state == QRDMA_QPS_RESET) {
@@ -767,6 +817,7 @@ void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)
 
 void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp)
 {
+    qrdma_resp_release(core, qp);
     qrdma_resp_farewell(core, qp, qp->state);
     /* S11: nothing of it runs after this. */
     qrdma_qp_unqueue(core, qp);
@@ -783,6 +834,7 @@ void qrdma_dp_realize(QrdmaCore *core)
     DeviceState *dev = DEVICE(core->owner);
 
     QSIMPLEQ_INIT(&core->work);
+    QSIMPLEQ_INIT(&core->answers);
     core->dp_bh = qemu_bh_new_guarded(qrdma_dp_run, core,
                                       &dev->mem_reentrancy_guard);
     core->xport = &qrdma_wire_ops;
@@ -803,6 +855,9 @@ void qrdma_dp_reset(QrdmaCore *core)
     uint32_t i;
 
     qemu_bh_cancel(core->dp_bh);
+    for (i = 0; i < core->qp_table.max; i++) {
+        qrdma_resp_release(core, &core->qp[i]);
+    }
     QSIMPLEQ_INIT(&core->work);
     for (i = 0; i < core->qp_table.max; i++) {
         QrdmaQp *qp = &core->qp[i];

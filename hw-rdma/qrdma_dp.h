@@ -34,6 +34,8 @@ void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from);
 void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
 
 /* qrdma_dp.c: for the engines */
+/* The longest message (IBA 9.4.1). */
+#define QRDMA_MAX_MSG (1u << 31)
 /*
  * The network header and link of a packet to av, from the port's GID at
  * av's index: what a requester's packet and a responder's answer carry.
@@ -42,6 +44,12 @@ void qrdma_dp_pkt_path(QrdmaCore *core, const struct qrdma_av *av,
                        QrdmaPkt *pkt);
 void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
 void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp);
+/*
+ * The responder of qp has more to answer than its turn allowed: another
+ * turn, when the transport takes more.  _cancel: nothing more is due.
+ */
+void qrdma_dp_answer_later(QrdmaCore *core, QrdmaQp *qp);
+void qrdma_dp_answer_cancel(QrdmaCore *core, QrdmaQp *qp);
 void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only);
 /* A completion of qp; a CQ that cannot take it makes the QP fatal. */
 void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
@@ -88,6 +96,13 @@ void qrdma_req_rewind_to(QrdmaQp *qp, uint32_t psn);
 
 /* qrdma_resp.c */
 void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
+/*
+ * The responder's turn: the READ it answers, then the requests that
+ * waited for it, up to about bytes sent and taken.
+ */
+void qrdma_resp_run(QrdmaCore *core, QrdmaQp *qp, uint64_t bytes);
+/* The QP leaves service or goes away: nothing is answered any more. */
+void qrdma_resp_release(QrdmaCore *core, QrdmaQp *qp);
 bool qrdma_resp_take_recv(QrdmaCore *core, QrdmaQp *qp,
                           struct qrdma_rq_wqe *wqe);
 void qrdma_resp_flush_rq(QrdmaCore *core, QrdmaQp *qp);

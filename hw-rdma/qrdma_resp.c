@@ -18,6 +18,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
+#include "qemu/units.h"
 #include "net/checksum.h"
 #include "system/dma.h"
 #include "qrdma.h"
@@ -267,6 +268,9 @@ static QrdmaRxResult qrdma_resp_write(QrdmaCore *core, QrdmaQp *qp,
     struct qrdma_cqe cqe = { };
 
     if (flags & QRDMA_OPF_FIRST) {
+        if (pkt->dma_len > QRDMA_MAX_MSG) {
+            return QRDMA_RX_INV_REQ;
+        }
         r->va = pkt->va;
         r->rkey = pkt->rkey;
         r->dma_len = pkt->dma_len;
@@ -376,104 +380,201 @@ static void qrdma_resp_empty_read_resp(QrdmaCore *core, QrdmaQp *qp,
 }
 
 /*
- * A responder resource keeps the READ, FLUSH or ATOMIC_WRITE of psn,
- * which took psns PSNs, in place of the oldest.
+ * A responder resource keeps the READ, atomic, FLUSH or ATOMIC_WRITE pkt
+ * in place of the oldest of the QP's max_dest_rd_atomic.  Its answer
+ * will take psns PSNs.
  */
-static void qrdma_resp_keep(QrdmaQp *qp, uint32_t psn, uint32_t psns)
+static QrdmaRespRes *qrdma_resp_keep(QrdmaQp *qp, QrdmaResKind kind,
+                                     const QrdmaPkt *pkt, uint32_t psns)
 {
-    uint32_t r = qp->resp.read_next++ % QRDMA_MAX_RD_ATOMIC;
+    /* Not 0: requests that take one are refused then. */
+    uint32_t max = MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
+    QrdmaRespRes *res = &qp->resp.res[qp->resp.res_next++ % MAX(max, 1)];
 
-    qp->resp.reads[r].psn = psn;
-    qp->resp.reads[r].psns = psns;
-}
-
-/* Whether a responder resource keeps the request of psn. */
-static bool qrdma_resp_kept(const QrdmaQp *qp, uint32_t psn)
-{
-    int i;
-
-    for (i = 0; i < QRDMA_MAX_RD_ATOMIC; i++) {
-        if (qp->resp.reads[i].psns && qp->resp.reads[i].psn == psn) {
-            return true;
-        }
-    }
-    return false;
+    *res = (QrdmaRespRes) {
+        .kind = kind,
+        .psn = pkt->psn,
+        .psns = psns,
+        .va = pkt->va,
+        .rkey = pkt->rkey,
+        .len = pkt->dma_len,
+    };
+    return res;
 }
 
 /*
- * Whether a READ that came again starts past the first PSN of a READ
- * taken before: a requester that lost a response asks for the rest only.
+ * The resource a duplicate request of kind repeats: the one whose answer
+ * holds psn.  None if it is older than those kept, or was never taken.
  */
-static bool qrdma_resp_read_resumed(QrdmaQp *qp, uint32_t psn)
+static const QrdmaRespRes *qrdma_resp_res_of(const QrdmaQp *qp,
+                                             QrdmaResKind kind, uint32_t psn)
 {
-    int i;
+    uint32_t max = MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
+    uint32_t i;
 
-    for (i = 0; i < QRDMA_MAX_RD_ATOMIC; i++) {
-        int32_t d = qrdma_psn_diff(psn, qp->resp.reads[i].psn);
+    for (i = 0; i < max; i++) {
+        const QrdmaRespRes *res = &qp->resp.res[i];
+        int32_t d = qrdma_psn_diff(psn, res->psn);
 
-        if (qp->resp.reads[i].psns && d > 0 &&
-            d < (int32_t)qp->resp.reads[i].psns) {
-            return true;
+        if (res->kind == kind && d >= 0 && d < (int32_t)res->psns) {
+            return res;
         }
     }
-    return false;
+    return NULL;
 }
 
 /*
- * READ: the range goes back in response packets of the path MTU, the
- * first and last with an AETH.  Carried out again for a duplicate: its
- * bytes are read anew, as the specification allows.  resumed: the
- * duplicate asks for the rest of an earlier READ, whose answer it goes
- * on with (MIDDLE ... LAST).  fresh: a new request, not a duplicate,
- * which the MSN counts as soon as it is taken, so that its own responses
- * carry the count with it (IBA C9-148).
+ * READ: taken in whole, counted by the MSN at once (so that its own
+ * responses carry the count with it, IBA C9-148), and answered by the
+ * engine.  A message is at most 2^31 bytes (IBA 9.4.1): a longer one is
+ * an invalid request, as rxe has it.
  */
 static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
-                                     QrdmaPkt *pkt, uint32_t *psns,
-                                     bool resumed, bool fresh)
+                                     QrdmaPkt *pkt, uint32_t *psns)
 {
-    uint32_t mtu = qrdma_qp_mtu(qp);
-    uint32_t len = pkt->dma_len, n, i, k, burst;
+    uint32_t len = pkt->dma_len;
     QrdmaIter src;
 
-    if (!len) {
-        qrdma_iter_range(&src, core, NULL, 0, 0);
-    } else if (!qrdma_resp_range(core, qp, pkt->va, pkt->rkey, len,
+    if (len > QRDMA_MAX_MSG) {
+        return QRDMA_RX_INV_REQ;
+    }
+    if (len && !qrdma_resp_range(core, qp, pkt->va, pkt->rkey, len,
                                  QRDMA_ACCESS_REMOTE_READ, &src)) {
         return QRDMA_RX_ACCESS;
     }
-    if (fresh) {
-        qp->resp.msn++;
-    }
-    n = len ? DIV_ROUND_UP(len, mtu) : 1;
-    *psns = n;
-    /* Whole packets of the MTU, in bursts where the transport takes them. */
-    burst = MAX(core->xport->max_burst / mtu, 1);
-    for (i = 0; i < n; i += k) {
-        QrdmaPkt out = { };
-        bool first = i == 0 && !resumed, last;
+    qp->resp.msn++;
+    *psns = len ? DIV_ROUND_UP(len, qrdma_qp_mtu(qp)) : 1;
+    qrdma_resp_keep(qp, QRDMA_RES_READ, pkt, *psns);
+    qp->resp.answer = (QrdmaReadAnswer) {
+        .active = true,
+        .psn = pkt->psn,
+        .npkts = *psns,
+        .va = pkt->va,
+        .rkey = pkt->rkey,
+        .len = len,
+    };
+    return QRDMA_RX_OK;
+}
 
-        k = MIN(burst, n - i);
-        last = i + k == n;
+/*
+ * A READ that came again: its answer was lost, in whole or from one of
+ * its responses on.  It is answered again, from the PSN it names, but
+ * only if it asks for what the READ it repeats asked for (the same rkey,
+ * a part of the same range): else a peer could read, under the name of a
+ * duplicate, what it never asked for in a request the responder took.
+ * Bytes are read anew, as the specification allows.
+ */
+static void qrdma_resp_read_again(QrdmaCore *core, QrdmaQp *qp,
+                                  const QrdmaPkt *pkt)
+{
+    const QrdmaRespRes *res = qrdma_resp_res_of(qp, QRDMA_RES_READ,
+                                                pkt->psn);
+    uint32_t mtu = qrdma_qp_mtu(qp);
+    uint64_t skip;
+
+    if (!res) {
+        core->counters.dup_unmatched++;
+        trace_qrdma_resp_dup_unmatched(qp->qpn, pkt->opcode, pkt->psn);
+        return;
+    }
+    skip = (uint64_t)qrdma_psn_diff(pkt->psn, res->psn) * mtu;
+    if (pkt->rkey != res->rkey || pkt->va != res->va + skip ||
+        pkt->dma_len != res->len - skip) {
+        core->counters.dup_unmatched++;
+        trace_qrdma_resp_dup_mismatch(qp->qpn, pkt->psn, pkt->va,
+                                      pkt->rkey, pkt->dma_len);
+        return;
+    }
+    qp->resp.answer = (QrdmaReadAnswer) {
+        .active = true,
+        .resumed = pkt->psn != res->psn,
+        .psn = pkt->psn,
+        .npkts = res->psns - qrdma_psn_diff(pkt->psn, res->psn),
+        .va = pkt->va,
+        .rkey = pkt->rkey,
+        .len = pkt->dma_len,
+    };
+}
+
+/*
+ * An error of the responder that the requester is told of with a NAK of
+ * psn, the packet in error; the QP goes to ERR (IBA 9.9.3.1.3).
+ */
+static void qrdma_resp_fail(QrdmaCore *core, QrdmaQp *qp, uint32_t psn,
+                            QrdmaRxResult rx)
+{
+    static const uint8_t nak[] = {
+        [QRDMA_RX_LEN] = QRDMA_NAK_INV_REQ,
+        [QRDMA_RX_PROT] = QRDMA_NAK_REM_OP_ERR,
+        [QRDMA_RX_ACCESS] = QRDMA_NAK_REM_ACCESS_ERR,
+        [QRDMA_RX_INV_REQ] = QRDMA_NAK_INV_REQ,
+    };
+
+    qrdma_resp_ack(core, qp, psn, QRDMA_AETH_NAK | nak[rx]);
+    if (rx == QRDMA_RX_INV_REQ) {
+        qrdma_event(core, QRDMA_EV_QP_REQ_ERR, qp->qpn);
+    } else if (rx == QRDMA_RX_ACCESS) {
+        qrdma_event(core, QRDMA_EV_QP_ACCESS_ERR, qp->qpn);
+    }
+    qrdma_qp_to_err(core, qp, false);
+}
+
+/*
+ * The engine's turn at the READ qp answers: responses of the path MTU,
+ * the first and last with an AETH, until *bytes are sent or the
+ * transport backs up.  A range that is gone (the MR was deregistered or
+ * invalidated under the READ) fails it with a remote access NAK of the
+ * response that could not be read.
+ */
+static void qrdma_resp_answer_turn(QrdmaCore *core, QrdmaQp *qp,
+                                   uint64_t *bytes)
+{
+    QrdmaReadAnswer *a = &qp->resp.answer;
+    uint32_t mtu = qrdma_qp_mtu(qp);
+    uint32_t burst = MAX(core->xport->max_burst / mtu, 1);
+    QrdmaIter src;
+
+    if (!a->len) {
+        qrdma_iter_range(&src, core, NULL, 0, 0);
+    } else if (!qrdma_resp_range(core, qp, a->va, a->rkey, a->len,
+                                 QRDMA_ACCESS_REMOTE_READ, &src)) {
+        trace_qrdma_resp_read_gone(qp->qpn, a->psn, a->next);
+        a->active = false;
+        qrdma_resp_fail(core, qp, a->psn + a->next, QRDMA_RX_ACCESS);
+        return;
+    }
+    while (a->next < a->npkts && *bytes && !qrdma_dp_xport_busy(core)) {
+        QrdmaPkt out = { };
+        uint32_t i = a->next;
+        uint32_t k = MIN(MIN(burst, a->npkts - i),
+                         DIV_ROUND_UP(MIN(*bytes, UINT32_MAX), mtu));
+        bool first = i == 0 && !a->resumed;
+        bool last = i + k == a->npkts;
+
         qrdma_resp_answer(core, qp, &out,
                           first && last && k == 1 ?
                           QRDMA_OP_READ_RESP_ONLY :
                           first ? QRDMA_OP_READ_RESP_FIRST :
                           last && k == 1 ? QRDMA_OP_READ_RESP_LAST :
-                          QRDMA_OP_READ_RESP_MIDDLE, pkt->psn + i);
+                          QRDMA_OP_READ_RESP_MIDDLE, a->psn + i);
         out.npkts = k;
         out.last_opcode = last ? QRDMA_OP_READ_RESP_LAST :
                           QRDMA_OP_READ_RESP_MIDDLE;
         out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
-        out.paylen = MIN((uint64_t)k * mtu, len - (uint64_t)i * mtu);
+        out.paylen = MIN((uint64_t)k * mtu, a->len - (uint64_t)i * mtu);
         out.payload = out.paylen ? &src : NULL;
         qrdma_iter_seek(&src, (uint64_t)i * mtu);
+        a->next += k;
+        *bytes -= MIN(*bytes, MAX(out.paylen, 1));
         qrdma_dp_xmit(core, qp, &out);
-        if (qp->state == QRDMA_QPS_ERR) {
-            break;
+        if (!a->active) {
+            /* The QP left service under the send (its own loopback). */
+            return;
         }
     }
-    return QRDMA_RX_OK;
+    if (a->next == a->npkts) {
+        a->active = false;
+    }
 }
 
 /*
@@ -509,7 +610,7 @@ static uint64_t *qrdma_resp_atomic_map(QrdmaCore *core, QrdmaQp *qp,
 
 /* The atomic ACK of an atomic: the value it kept returns. */
 static void qrdma_resp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
-                                  const QrdmaAtomicRes *res)
+                                  const QrdmaRespRes *res)
 {
     QrdmaPkt out = { };
 
@@ -522,7 +623,7 @@ static void qrdma_resp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
 static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
                                        QrdmaPkt *pkt)
 {
-    QrdmaAtomicRes *res;
+    QrdmaRespRes *res;
     QrdmaRxResult rx;
     QrdmaMap m;
     uint64_t *p, orig;
@@ -547,9 +648,7 @@ static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
     }
     qrdma_dma_unmap(core, &m, 8);
     /* Kept, so that the request coming again is answered, not redone. */
-    res = &qp->resp.atomics[qp->resp.atomic_next++ % QRDMA_MAX_RD_ATOMIC];
-    res->valid = true;
-    res->psn = pkt->psn;
+    res = qrdma_resp_keep(qp, QRDMA_RES_ATOMIC, pkt, 1);
     res->orig = le64_to_cpu(orig);
     qp->resp.msn++;
     qrdma_resp_atomic_ack(core, qp, res);
@@ -600,7 +699,7 @@ static QrdmaRxResult qrdma_resp_other(QrdmaCore *core, QrdmaQp *qp,
      * the request coming again is answered again, not done again.
      */
     qp->resp.msn++;
-    qrdma_resp_keep(qp, pkt->psn, 1);
+    qrdma_resp_keep(qp, QRDMA_RES_EMPTY, pkt, 1);
     qrdma_resp_empty_read_resp(core, qp, pkt->psn);
     return QRDMA_RX_OK;
 }
@@ -706,48 +805,39 @@ static void qrdma_resp_ud(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
 
 /* RC and UC */
 
-static const QrdmaAtomicRes *qrdma_resp_atomic_res(const QrdmaQp *qp,
-                                                   uint32_t psn)
-{
-    int i;
-
-    for (i = 0; i < QRDMA_MAX_RD_ATOMIC; i++) {
-        if (qp->resp.atomics[i].valid && qp->resp.atomics[i].psn == psn) {
-            return &qp->resp.atomics[i];
-        }
-    }
-    return NULL;
-}
-
 /*
  * A packet behind the expected PSN: a request that came again because its
- * answer was lost.  It is answered again; a READ is read again, an atomic
- * answered with the value it returned the first time.
+ * answer was lost.  It is answered again from the responder resource it
+ * repeats, never carried out again: a READ is read again, an atomic
+ * answered with the value it returned the first time.  A SEND or WRITE
+ * is acknowledged up to the last PSN taken, with AckReq or without (as
+ * rxe does): the requester may be waiting for an ACK that was lost.
  */
 static void qrdma_resp_duplicate(QrdmaCore *core, QrdmaQp *qp,
                                  QrdmaPkt *pkt, uint32_t flags)
 {
-    uint32_t psns;
+    const QrdmaRespRes *res;
 
     core->counters.dup_reqs++;
     if (flags & QRDMA_OPF_READ) {
-        qrdma_resp_read(core, qp, pkt, &psns,
-                        qrdma_resp_read_resumed(qp, pkt->psn), false);
-    } else if (flags & QRDMA_OPF_ATOMIC) {
-        const QrdmaAtomicRes *res = qrdma_resp_atomic_res(qp, pkt->psn);
-
-        /* One older than the resources reach is not answered. */
-        if (res) {
-            qrdma_resp_atomic_ack(core, qp, res);
-        }
-    } else if (flags & QRDMA_OPF_OTHER) {
-        /* FLUSH, ATOMIC_WRITE: answered again, not done again. */
-        if (qrdma_resp_kept(qp, pkt->psn)) {
-            qrdma_resp_empty_read_resp(core, qp, pkt->psn);
-        }
-    } else if (pkt->ack_req) {
+        qrdma_resp_read_again(core, qp, pkt);
+        return;
+    }
+    if (!(flags & (QRDMA_OPF_ATOMIC | QRDMA_OPF_OTHER))) {
         qrdma_resp_ack(core, qp, qp->resp.epsn - 1,
                        QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
+        return;
+    }
+    res = qrdma_resp_res_of(qp, flags & QRDMA_OPF_ATOMIC ?
+                            QRDMA_RES_ATOMIC : QRDMA_RES_EMPTY, pkt->psn);
+    if (!res || res->psn != pkt->psn || res->va != pkt->va ||
+        res->rkey != pkt->rkey) {
+        core->counters.dup_unmatched++;
+        trace_qrdma_resp_dup_unmatched(qp->qpn, pkt->opcode, pkt->psn);
+    } else if (res->kind == QRDMA_RES_ATOMIC) {
+        qrdma_resp_atomic_ack(core, qp, res);
+    } else {
+        qrdma_resp_empty_read_resp(core, qp, pkt->psn);
     }
 }
 
@@ -783,12 +873,6 @@ static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
                                uint32_t flags, QrdmaRxResult rx,
                                uint32_t psns)
 {
-    static const uint8_t nak[] = {
-        [QRDMA_RX_LEN] = QRDMA_NAK_INV_REQ,
-        [QRDMA_RX_PROT] = QRDMA_NAK_REM_OP_ERR,
-        [QRDMA_RX_ACCESS] = QRDMA_NAK_REM_ACCESS_ERR,
-        [QRDMA_RX_INV_REQ] = QRDMA_NAK_INV_REQ,
-    };
     bool rc = qp->type == QRDMA_QPT_RC;
 
     switch (rx) {
@@ -839,13 +923,7 @@ static void qrdma_resp_outcome(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
         }
         return;
     }
-    qrdma_resp_ack(core, qp, pkt->psn, QRDMA_AETH_NAK | nak[rx]);
-    if (rx == QRDMA_RX_INV_REQ) {
-        qrdma_event(core, QRDMA_EV_QP_REQ_ERR, qp->qpn);
-    } else if (rx == QRDMA_RX_ACCESS) {
-        qrdma_event(core, QRDMA_EV_QP_ACCESS_ERR, qp->qpn);
-    }
-    qrdma_qp_to_err(core, qp, false);
+    qrdma_resp_fail(core, qp, pkt->psn, rx);
 }
 
 /*
@@ -889,7 +967,8 @@ static bool qrdma_resp_in_order(const QrdmaQp *qp, uint32_t flags)
     return flags & QRDMA_OPF_FIRST;
 }
 
-void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+/* Carry out one request packet (or burst) of qp, in the order they came. */
+static void qrdma_resp_take(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
     uint32_t flags = qrdma_pkt_flags(pkt);
     uint8_t transport = QRDMA_OP_TRANSPORT(pkt->opcode);
@@ -929,15 +1008,131 @@ void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         rx = qrdma_resp_send(core, qp, pkt, flags);
     } else if (flags & QRDMA_OPF_WRITE) {
         rx = qrdma_resp_write(core, qp, pkt, flags);
+    } else if (!qp->attr.max_dest_rd_atomic) {
+        /*
+         * READ, atomic, FLUSH, ATOMIC_WRITE: each takes a responder
+         * resource, and the QP said it has none (IBA 9.7.5.2.2).
+         */
+        rx = QRDMA_RX_INV_REQ;
     } else if (flags & QRDMA_OPF_READ) {
-        rx = qrdma_resp_read(core, qp, pkt, &psns, false, true);
-        if (rx == QRDMA_RX_OK) {
-            qrdma_resp_keep(qp, pkt->psn, psns);
-        }
+        rx = qrdma_resp_read(core, qp, pkt, &psns);
     } else if (flags & QRDMA_OPF_ATOMIC) {
         rx = qrdma_resp_atomic(core, qp, pkt);
     } else {
         rx = qrdma_resp_other(core, qp, pkt);
     }
     qrdma_resp_outcome(core, qp, pkt, flags, rx, psns);
+}
+
+/*
+ * Requests that wait while their QP answers a READ: per QP, and their
+ * payloads in all.  One over either is dropped, and the requester's retry
+ * brings it again; a requester within its max_rd_atomic waits for the
+ * READ's responses anyway.
+ */
+#define QRDMA_RESP_HELD_MAX 64
+#define QRDMA_RESP_HELD_BYTES (4 * MiB)
+
+struct QrdmaHeldPkt {
+    QSIMPLEQ_ENTRY(QrdmaHeldPkt) next;
+    QrdmaPkt pkt;
+    QrdmaIter payload;
+    uint8_t data[];
+};
+
+static void qrdma_resp_hold(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+{
+    QrdmaHeldPkt *h;
+    QrdmaIter dst;
+
+    if (qp->resp.nheld >= QRDMA_RESP_HELD_MAX ||
+        pkt->paylen > QRDMA_RESP_HELD_BYTES - core->held_bytes) {
+        core->counters.held_dropped++;
+        trace_qrdma_resp_held_dropped(qp->qpn, pkt->opcode, pkt->psn,
+                                      qp->resp.nheld, core->held_bytes);
+        return;
+    }
+    h = g_malloc(sizeof(*h) + pkt->paylen);
+    qrdma_iter_host(&dst, h->data, pkt->paylen);
+    if (pkt->paylen &&
+        qrdma_copy(pkt->payload, &dst, pkt->paylen) != QRDMA_COPY_OK) {
+        /* The sender's memory went away under the packet (loopback). */
+        g_free(h);
+        core->counters.pkts_dropped++;
+        return;
+    }
+    h->pkt = *pkt;
+    qrdma_iter_host(&h->payload, h->data, pkt->paylen);
+    h->pkt.payload = &h->payload;
+    QSIMPLEQ_INSERT_TAIL(&qp->resp.held, h, next);
+    qp->resp.nheld++;
+    core->held_bytes += pkt->paylen;
+    trace_qrdma_resp_held(qp->qpn, pkt->opcode, pkt->psn, qp->resp.nheld);
+}
+
+static QrdmaHeldPkt *qrdma_resp_unhold(QrdmaCore *core, QrdmaQp *qp)
+{
+    QrdmaHeldPkt *h = QSIMPLEQ_FIRST(&qp->resp.held);
+
+    if (h) {
+        QSIMPLEQ_REMOVE_HEAD(&qp->resp.held, next);
+        qp->resp.nheld--;
+        core->held_bytes -= h->pkt.paylen;
+    }
+    return h;
+}
+
+void qrdma_resp_run(QrdmaCore *core, QrdmaQp *qp, uint64_t bytes)
+{
+    QrdmaHeldPkt *h;
+
+    for (;;) {
+        if (qp->resp.answer.active) {
+            qrdma_resp_answer_turn(core, qp, &bytes);
+            if (qp->resp.answer.active) {
+                qrdma_dp_answer_later(core, qp);
+                return;
+            }
+        }
+        if (QSIMPLEQ_EMPTY(&qp->resp.held)) {
+            return;
+        }
+        if (!bytes) {
+            qrdma_dp_answer_later(core, qp);
+            return;
+        }
+        h = qrdma_resp_unhold(core, qp);
+        bytes -= MIN(bytes, MAX(h->pkt.paylen, 1));
+        qrdma_resp_take(core, qp, &h->pkt);
+        g_free(h);
+    }
+}
+
+void qrdma_resp_release(QrdmaCore *core, QrdmaQp *qp)
+{
+    QrdmaHeldPkt *h;
+
+    while ((h = qrdma_resp_unhold(core, qp))) {
+        g_free(h);
+    }
+    qp->resp.answer.active = false;
+    qrdma_dp_answer_cancel(core, qp);
+}
+
+/*
+ * What a READ's answer sends in the packet's own receive callback: a small
+ * READ is answered at once, a large one goes on in the engine's turns.
+ */
+#define QRDMA_RESP_INLINE_BYTES (64 * KiB)
+
+void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+{
+    if (qp->resp.answer.active || !QSIMPLEQ_EMPTY(&qp->resp.held)) {
+        qrdma_resp_hold(core, qp, pkt);
+        return;
+    }
+    qrdma_resp_take(core, qp, pkt);
+    if (qp->resp.answer.active) {
+        qrdma_resp_run(core, qp, QRDMA_RESP_INLINE_BYTES);
+    }
 }

@@ -58,6 +58,7 @@ typedef struct Env {
     uint8_t retry_cnt;                  /* and its retry count */
     uint8_t path_mtu;                   /* IB enum, of modify() */
     uint8_t max_rd_atomic;              /* and the READs/atomics in flight */
+    uint8_t max_dest_rd_atomic;         /* and the responder resources */
     uint32_t sq_psn;                    /* and the PSNs */
     uint32_t rq_psn;
 } Env;
@@ -114,6 +115,7 @@ static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
     e->retry_cnt = 7;
     e->path_mtu = 3;
     e->max_rd_atomic = 4;
+    e->max_dest_rd_atomic = 4;
     qrdma_t_init(&e->t, obj, alloc, 4);
     e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
     e->eq0 = guest_alloc(alloc, 4096);
@@ -207,7 +209,7 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
         .dest_qp_num = cpu_to_le32(dest),
         .qp_access_flags = cpu_to_le32(e->qp_access),
         .max_rd_atomic = e->max_rd_atomic,
-        .max_dest_rd_atomic = 4,
+        .max_dest_rd_atomic = e->max_dest_rd_atomic,
         .min_rnr_timer = 1,
         .port_num = 1,
         .timeout = e->timeout,
@@ -4360,6 +4362,352 @@ static void test_wire_stalled_peer(void *obj, void *data,
     wire_drain(sv[0]);
 }
 
+/* The state of QP qpn of uctx 0, as QUERY_QP gives it. */
+static uint8_t qp_state(Env *e, uint32_t qpn)
+{
+    struct qrdma_query_qp_resp r;
+
+    g_assert_cmpuint(qrdma_t_query_qp(&e->t, 0, qpn, &r), ==, 0);
+    return r.attr.qp_state;
+}
+
+/*
+ * An MR of npages pages at iova 0x20000000 that go round the data pages
+ * again and again: a large range for a READ with a page list of the
+ * test's few pages.  Its lkey, and its rkey in *rkey.
+ */
+static uint32_t reg_round_mr(Env *e, uint32_t npages, uint32_t *rkey)
+{
+    g_autofree uint64_t *pages = g_new(uint64_t, npages);
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    struct qrdma_cmpl cmpl;
+    uint32_t i;
+
+    for (i = 0; i < npages; i++) {
+        pages[i] = e->data + (i % DATA_PAGES) * 4096;
+    }
+    cmd.reg_mr.pd = cpu_to_le32(e->pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
+                                    QRDMA_ACCESS_REMOTE_READ);
+    cmd.reg_mr.iova = cpu_to_le64(0x20000000);
+    cmd.reg_mr.length = cpu_to_le64((uint64_t)npages * 4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages,
+                                                          npages));
+    cmd.reg_mr.npages = cpu_to_le32(npages);
+    cmd.reg_mr.page_shift = 12;
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
+    *rkey = le32_to_cpu(cmpl.data[0]);
+    return le32_to_cpu(cmpl.handle);
+}
+
+/*
+ * Relay the answer of a READ of npkts responses of 4096 bytes from the
+ * responder (sv[2]) to the requester (sv[0]), checking their opcodes and
+ * PSNs; then acks ACKs.  Any other frame fails the test.
+ */
+static void relay_read_answer(int *sv, int npkts, int acks)
+{
+    uint8_t f[WIRE_FRAME_MAX];
+    uint32_t psn = 0;
+    int resps = 0, acked = 0;
+    size_t n;
+
+    while ((n = wire_recv(sv[2], f)) != 0) {
+        uint8_t op = wire_check_frame(f, n);
+
+        if (op == 0x11) {
+            /* after the READ's last response, and for the PSN after it */
+            g_assert_cmpint(resps, ==, npkts);
+            g_assert_cmphex(f[WIRE_BTH + 12] & 0xe0, ==, 0);
+            g_assert_cmphex(wire_psn(f), ==, (psn + 1) & 0xffffff);
+            acked++;
+        } else {
+            g_assert_cmphex(op, ==, resps == 0 ? 0x0d :
+                            resps == npkts - 1 ? 0x0f : 0x0e);
+            g_assert_cmpuint(n, ==, WIRE_BTH + 12 + (op != 0x0e ? 4 : 0) +
+                             4096 + 4);
+            if (resps) {
+                g_assert_cmphex(wire_psn(f), ==, (psn + 1) & 0xffffff);
+            }
+            psn = wire_psn(f);
+            resps++;
+        }
+        wire_send(sv[0], f, n);
+    }
+    g_assert_cmpint(resps, ==, npkts);
+    g_assert_cmpint(acked, ==, acks);
+}
+
+/*
+ * A READ of 4 MiB is answered a turn at a time, only as fast as the wire
+ * takes it: with nobody reading the responder's socket, a few hundred
+ * KiB of its 1024 responses leave and the rest waits (all of it went at
+ * once, into QEMU's net queue, in the receive callback of the request).
+ * Once the socket is read everything comes, in order, and the bytes are
+ * right.  A SEND that comes while a READ is answered waits its turn: its
+ * ACK follows the READ's last response.  A READ whose MR goes away while
+ * it is answered ends with a remote access NAK of the first response not
+ * sent, and the requester completes it with REM_ACCESS_ERR.
+ */
+static void test_wire_read_engine(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    enum { PAGES = 1024, LEN = PAGES * 4096, SMALL = 120 };
+    int *sv = data;
+    uint8_t f[WIRE_FRAME_MAX], ops[8], src[DATA_PAGES * 4096];
+    uint8_t got[DATA_PAGES * 4096];
+    uint32_t lkey0, rkey0, rkey1, mr1, psn = 0;
+    uint64_t sent;
+    struct qrdma_sq_wqe w;
+    int i, resps, naks;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    size_t n;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.path_mtu = e1.path_mtu = 5;              /* 4096 */
+    connect_rc(&e0, &a, &e1, &b, true);
+    for (i = 0; i < (int)sizeof(src); i++) {
+        src[i] = i * 7 + i / 4096;
+    }
+    qtest_memwrite(e1.t.qts, e1.data, src, sizeof(src));
+    lkey0 = reg_round_mr(&e0, PAGES, &rkey0);
+    mr1 = reg_round_mr(&e1, PAGES, &rkey1);
+    /* e0's data pages take the READ: other bytes until it lands */
+    qtest_memset(e0.t.qts, e0.data, 0xee, 15 * 4096);
+
+    w = wqe_sge(0xa1, QRDMA_WR_RDMA_READ, 0x20000000, LEN, lkey0);
+    w.rdma.remote_addr = cpu_to_le64(0x20000000);
+    w.rdma.rkey = cpu_to_le32(rkey1);
+    post_send(&e0, &a, &w);
+    sent = qrdma_t_qom_get(&e1.t, "pkts-sent");
+    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x0c);
+    /* nobody reads the responder's socket for a while */
+    g_usleep(300 * 1000);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "pkts-sent") - sent, <, 256);
+    relay_read_answer(sv, PAGES, 0);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
+               QRDMA_WC_SUCCESS);
+    /* the last round of the responder's pages landed last on e0's */
+    qtest_memread(e0.t.qts, e0.data, got, sizeof(got));
+    g_assert_cmpmem(got, 15 * 4096, src, 15 * 4096);
+
+    /* a READ within the requester's window, and a SEND after it */
+    post_recv(&e1, &b, 0xb1, e1.data + 4096 * 15, 64, e1.lkey);
+    w = wqe_sge(0xa2, QRDMA_WR_RDMA_READ, 0x20000000, SMALL * 4096, lkey0);
+    w.rdma.remote_addr = cpu_to_le64(0x20000000);
+    w.rdma.rkey = cpu_to_le32(rkey1);
+    post_send(&e0, &a, &w);
+    w = wqe_sge(0xa3, QRDMA_WR_SEND, e0.data + 4096 * 15, 16, e0.lkey);
+    post_send(&e0, &a, &w);
+    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    g_assert_cmphex(ops[0], ==, 0x0c);
+    g_assert_cmphex(ops[1], ==, 0x04);
+    relay_read_answer(sv, SMALL, 1);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
+               QRDMA_WC_SUCCESS);
+    expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+
+    /* the MR of a READ under way goes away */
+    w = wqe_sge(0xa4, QRDMA_WR_RDMA_READ, 0x20000000, LEN, lkey0);
+    w.rdma.remote_addr = cpu_to_le64(0x20000000);
+    w.rdma.rkey = cpu_to_le32(rkey1);
+    post_send(&e0, &a, &w);
+    n = wire_recv(sv[0], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x0c);
+    psn = wire_psn(f);
+    wire_send(sv[2], f, n);
+    g_usleep(100 * 1000);
+    g_assert_cmpuint(qrdma_t_destroy(&e1.t, QRDMA_CMD_DEREG_MR, 0, mr1), ==,
+                     0);
+    resps = naks = 0;
+    while ((n = wire_recv(sv[2], f)) != 0) {
+        uint8_t op = wire_check_frame(f, n);
+
+        if (op == 0x11 && !naks) {
+            /* AETH: NAK, remote access error, of the next response */
+            g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x62);
+            g_assert_cmphex(wire_psn(f), ==, (psn + resps) & 0xffffff);
+            naks++;
+        } else if (op != 0x11) {
+            g_assert_cmpint(naks, ==, 0);
+            resps++;
+        }
+        wire_send(sv[0], f, n);
+    }
+    g_assert_cmpint(naks, ==, 1);
+    g_assert_cmpint(resps, <, PAGES);
+    expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_RDMA_READ,
+               QRDMA_WC_REM_ACCESS_ERR);
+    g_assert_cmpuint(qp_state(&e1, b.qpn), ==, QRDMA_QPS_ERR);
+}
+
+/* A copy of a READ request frame asking for len bytes at va with rkey. */
+static void wire_forge_read(uint8_t *f, size_t n, uint32_t psn, uint64_t va,
+                            uint32_t rkey, uint32_t len)
+{
+    stl_be_p(f + WIRE_BTH + 8, psn);
+    stq_be_p(f + WIRE_BTH + 12, va);
+    stl_be_p(f + WIRE_BTH + 20, rkey);
+    stl_be_p(f + WIRE_BTH + 24, len);
+    wire_set_icrc(f, n);
+}
+
+/* The opcodes of the frames that come back from the responder, up to 8. */
+static int wire_answers(int fd, uint8_t *ops, uint8_t *aeth)
+{
+    uint8_t f[WIRE_FRAME_MAX];
+    size_t n;
+    int k = 0;
+
+    while (k < 8 && (n = wire_recv(fd, f)) != 0) {
+        ops[k] = wire_check_frame(f, n);
+        if (aeth) {
+            aeth[k] = f[WIRE_BTH + 12];
+        }
+        k++;
+    }
+    return k;
+}
+
+/*
+ * A duplicate READ is answered only from the responder resource of the
+ * READ it repeats, and only for what that READ asked for: the same
+ * request again, or the rest of it from one of its responses on (MIDDLE,
+ * LAST).  One with another rkey (valid too), or a range the READ did not
+ * ask for, or repeating a READ no resource keeps any more (with
+ * max_dest_rd_atomic 1, an older one), is not answered.  A duplicate
+ * SEND is acknowledged even without AckReq.  A READ of more
+ * than 2^31 bytes is an invalid request, and with max_dest_rd_atomic 0 so
+ * is any READ: NAK, and the QP fails.
+ */
+static void test_wire_read_duplicates(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    enum { LEN = 3000 };
+    int *sv = data;
+    uint8_t req[WIRE_FRAME_MAX], f[WIRE_FRAME_MAX], ops[8], aeth[8];
+    uint8_t send[WIRE_FRAME_MAX];
+    uint32_t psn, other_rkey;
+    struct qrdma_sq_wqe w;
+    size_t len, slen;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b, c, d;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    e1.max_dest_rd_atomic = 1;
+    connect_rc(&e0, &a, &e1, &b, true);
+    write_data(&e1, 4096 * 2, "read me twice");
+    g_assert_cmpuint(reg_page_mr(&e1, e1.data + 4096 * 3,
+                                 QRDMA_ACCESS_REMOTE_READ, &other_rkey), ==,
+                     0);
+
+    w = wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, LEN, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    len = wire_recv(sv[0], req);
+    g_assert_cmphex(wire_check_frame(req, len), ==, 0x0c);
+    psn = wire_psn(req);
+    wire_send(sv[2], req, len);
+    g_assert_cmpint(relay(sv[2], sv[0], 3, ops), ==, 3);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
+               QRDMA_WC_SUCCESS);
+    expect_data(&e0, 4096 * 4, "read me twice");
+
+    /* the same READ again: answered whole */
+    wire_send(sv[2], req, len);
+    g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 3);
+    g_assert_cmphex(ops[0], ==, 0x0d);
+    g_assert_cmphex(ops[2], ==, 0x0f);
+    /* from its second response on: the rest */
+    memcpy(f, req, len);
+    wire_forge_read(f, len, psn + 1, e1.data + 4096 * 2 + 1024, e1.rkey,
+                    LEN - 1024);
+    wire_send(sv[2], f, len);
+    g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 2);
+    g_assert_cmphex(ops[0], ==, 0x0e);
+    g_assert_cmphex(ops[1], ==, 0x0f);
+
+    /* another rkey, valid on the responder: not what the READ asked */
+    memcpy(f, req, len);
+    wire_forge_read(f, len, psn, e1.data + 4096 * 3, other_rkey, 100);
+    wire_send(sv[2], f, len);
+    g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
+    /* the same rkey, a range the READ did not cover */
+    memcpy(f, req, len);
+    wire_forge_read(f, len, psn, e1.data + 4096 * 8, e1.rkey, LEN);
+    wire_send(sv[2], f, len);
+    g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
+    /* the rest from the second response, but more than the rest */
+    memcpy(f, req, len);
+    wire_forge_read(f, len, psn + 1, e1.data + 4096 * 2 + 1024, e1.rkey,
+                    LEN);
+    wire_send(sv[2], f, len);
+    g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "dup-unmatched"), ==, 3);
+
+    /* a second READ takes the one resource: the first is no longer kept */
+    w = wqe_sge(0xa2, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &a, &w);
+    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x10);
+    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
+               QRDMA_WC_SUCCESS);
+    wire_send(sv[2], req, len);
+    g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "dup-unmatched"), ==, 4);
+
+    /* a SEND that comes again without AckReq is acknowledged all the same */
+    post_recv(&e1, &b, 0xb1, e1.data + 4096 * 6, 64, e1.lkey);
+    w = wqe_sge(0xa4, QRDMA_WR_SEND, e0.data, 16, e0.lkey);
+    post_send(&e0, &a, &w);
+    slen = wire_recv(sv[0], send);
+    g_assert_cmphex(wire_check_frame(send, slen), ==, 0x04);
+    wire_send(sv[2], send, slen);
+    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    send[WIRE_BTH + 8] &= 0x7f;
+    wire_set_icrc(send, slen);
+    wire_send(sv[2], send, slen);
+    g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x11);
+    g_assert_cmphex(aeth[0] & 0xe0, ==, 0);
+    expect_no_cqe(&e1, &e1.cq);
+
+    /* more than 2^31 bytes: NAK invalid request, the QP fails */
+    memcpy(f, req, len);
+    wire_forge_read(f, len, psn + 5, e1.data, e1.rkey, 0x80000001u);
+    wire_send(sv[2], f, len);
+    /* and the ACK a QP that goes to ERR sends of what it took */
+    g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 2);
+    g_assert_cmphex(ops[0], ==, 0x11);
+    g_assert_cmphex(aeth[0], ==, 0x61);
+    g_assert_cmpuint(qp_state(&e1, b.qpn), ==, QRDMA_QPS_ERR);
+
+    /* no responder resources at all: any READ is an invalid request */
+    e1.max_dest_rd_atomic = 0;
+    connect_rc(&e0, &c, &e1, &d, true);
+    w = wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    post_send(&e0, &c, &w);
+    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x11);
+    g_assert_cmphex(aeth[0], ==, 0x61);
+    g_assert_cmpuint(qp_state(&e1, d.qpn), ==, QRDMA_QPS_ERR);
+    wire_drain(sv[0]);
+}
+
 /*
  * A responder QP that goes away acknowledges once more what it took: the
  * ACK of a SEND is lost, the responder's QP goes (how: QRDMA_QPS_RESET or
@@ -5389,6 +5737,10 @@ static void qrdma_dp_register_tests(void)
                  &relay_opts);
     qos_add_test("dp/wire-flush-atomic-write", "qrdma",
                  test_wire_flush_atomic_write, &relay_opts);
+    qos_add_test("dp/wire-read-engine", "qrdma", test_wire_read_engine,
+                 &relay_opts);
+    qos_add_test("dp/wire-read-duplicates", "qrdma",
+                 test_wire_read_duplicates, &relay_opts);
     qos_add_test("dp/wire-pcap", "qrdma", test_wire_pcap, &pcap_opts);
     qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
                  NULL);
