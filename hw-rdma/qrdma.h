@@ -333,6 +333,13 @@ typedef struct QrdmaEthRing {
     uint32_t ci;
 } QrdmaEthRing;
 
+/* A frame for the Ethernet function that waits for a posted RX buffer. */
+typedef struct QrdmaEthFrame {
+    QSIMPLEQ_ENTRY(QrdmaEthFrame) next;
+    size_t len;
+    uint8_t data[];
+} QrdmaEthFrame;
+
 typedef struct QrdmaEth {
     NICState *nic;
     NICConf conf;
@@ -341,6 +348,9 @@ typedef struct QrdmaEth {
     QrdmaEthRing tx;
     QrdmaEthRing rx;
     QEMUBH *tx_bh;
+    /* not migrated: frames lost in a migration, as on a wire */
+    QSIMPLEQ_HEAD(, QrdmaEthFrame) rx_backlog;
+    uint32_t rx_backlog_len;
 } QrdmaEth;
 
 typedef struct QrdmaEq {
@@ -431,7 +441,6 @@ typedef struct QrdmaCore {
     QrdmaTable mcast_table;
     QrdmaMcast *mcast;
     struct qrdma_gid_entry gid[QRDMA_GID_TABLE_LEN];
-    uint8_t mr_key;                     /* key byte of the next MR or MW */
     uint64_t mr_pages_in_use;           /* page list entries of all MRs */
 
     QrdmaEq eq[QRDMA_MSIX_VECTORS_MAX];

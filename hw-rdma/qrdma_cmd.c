@@ -529,6 +529,10 @@ void qrdma_resources_init(QrdmaCore *core)
     qrdma_table_init(&core->qp_table, "qp", l->max_qp + 1, 1);
     qrdma_table_init(&core->ah_table, "ah", l->max_ah, 0);
     qrdma_table_init(&core->mcast_table, "mcast", l->max_mcast_grp, 0);
+    /* What a peer names on the wire: QPNs, and the rkeys of MRs and MWs. */
+    core->qp_table.random = true;
+    core->mr_table.random = true;
+    core->mw_table.random = true;
     core->uctx = g_new0(QrdmaUctx, l->max_uctx);
     core->pd = g_new0(QrdmaPd, l->max_pd);
     core->mr = g_new0(QrdmaMr, l->max_mr);

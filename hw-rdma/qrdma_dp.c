@@ -368,8 +368,35 @@ void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
     core->xport->xmit(core, pkt);
 }
 
+/*
+ * Whether a packet for a connected QP comes from its peer: from the GID
+ * its path names, to the GID it sends from, on its VLAN.  Anyone on the
+ * wire can send to a QPN; as rxe does, only the peer is heard.
+ */
+static bool qrdma_dp_from_peer(QrdmaCore *core, const QrdmaQp *qp,
+                               const QrdmaPkt *pkt)
+{
+    const struct qrdma_av *av = &qp->attr.av;
+    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ?
+                    av->sgid_index : 0;
+
+    if (!memcmp(pkt->sgid, av->dgid, 16) &&
+        !memcmp(pkt->dgid, core->gid[sgid].gid, 16) &&
+        (pkt->vlan_id & 0xfff) == (le16_to_cpu(av->vlan_id) & 0xfff)) {
+        return true;
+    }
+    core->counters.pkts_dropped++;
+    trace_qrdma_pkt_not_from_peer(qp->qpn, pkt->opcode, pkt->psn,
+                                  pkt->vlan_id);
+    return false;
+}
+
 static void qrdma_dp_rx_qp(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
+    if ((qp->type == QRDMA_QPT_RC || qp->type == QRDMA_QPT_UC) &&
+        !qrdma_dp_from_peer(core, qp, pkt)) {
+        return;
+    }
     if (qrdma_op_flags(pkt->opcode) & QRDMA_OPF_RESP) {
         qrdma_comp_rx(core, qp, pkt);
     } else {
@@ -390,14 +417,19 @@ static void qrdma_dp_rx_mcast(QrdmaCore *core, QrdmaPkt *pkt)
         }
         for (k = 0; k < m->nqp; k++) {
             int q = qrdma_table_lookup(&core->qp_table, m->qpn[k]);
-            QrdmaIter saved;
+            QrdmaIter saved = { };
 
             if (q < 0) {
                 continue;
             }
-            saved = *pkt->payload;
+            /* Each QP reads the payload from its start; there may be none. */
+            if (pkt->payload) {
+                saved = *pkt->payload;
+            }
             qrdma_resp_rx(core, &core->qp[q], pkt);
-            *pkt->payload = saved;
+            if (pkt->payload) {
+                *pkt->payload = saved;
+            }
         }
     }
 }
@@ -415,8 +447,11 @@ static void qrdma_dp_rx(QrdmaCore *core, QrdmaPkt *pkt)
         return;
     }
     if (pkt->dqpn == QRDMA_MULTICAST_QPN) {
-        if (QRDMA_OP_TRANSPORT(pkt->opcode) == QRDMA_OP_UD && pkt->payload) {
+        /* A datagram of 0 bytes is one too. */
+        if (QRDMA_OP_TRANSPORT(pkt->opcode) == QRDMA_OP_UD) {
             qrdma_dp_rx_mcast(core, pkt);
+        } else {
+            core->counters.pkts_dropped++;
         }
         return;
     }

@@ -129,6 +129,21 @@ static bool qrdma_eth_config_ok(QrdmaCore *core, const char **ring,
  * then delivered, and dropped, so that none arrives stale after the next
  * enable.
  */
+static void qrdma_eth_backlog_drop(QrdmaCore *core)
+{
+    QrdmaEth *eth = &core->eth;
+    QrdmaEthFrame *f;
+
+    while ((f = QSIMPLEQ_FIRST(&eth->rx_backlog))) {
+        QSIMPLEQ_REMOVE_HEAD(&eth->rx_backlog, next);
+        core->counters.eth_rx_dropped++;
+        g_free(f);
+    }
+    eth->rx_backlog_len = 0;
+}
+
+static void qrdma_eth_rx_backlog_run(QrdmaCore *core);
+
 static void qrdma_eth_stop(QrdmaCore *core)
 {
     QrdmaEth *eth = &core->eth;
@@ -141,9 +156,7 @@ static void qrdma_eth_stop(QrdmaCore *core)
     if (eth->tx_bh) {
         qemu_bh_cancel(eth->tx_bh);
     }
-    if (eth->nic) {
-        qemu_flush_queued_packets(qrdma_eth_nc(core));
-    }
+    qrdma_eth_backlog_drop(core);
 }
 
 static void qrdma_eth_write_ctrl(QrdmaCore *core, uint32_t val)
@@ -234,10 +247,8 @@ static void qrdma_eth_write_rx_pi(QrdmaCore *core, uint32_t pi)
     }
     trace_qrdma_eth_rx_doorbell(pi, eth->rx.ci);
     eth->rx.pi = pi;
-    /* New buffers: frames the net layer held back can come in now. */
-    if (eth->rx.pi != eth->rx.ci) {
-        qemu_flush_queued_packets(qrdma_eth_nc(core));
-    }
+    /* New buffers: the frames that waited for them come in first. */
+    qrdma_eth_rx_backlog_run(core);
 }
 
 uint64_t qrdma_eth_reg_read(QrdmaCore *core, hwaddr reg)
@@ -437,26 +448,25 @@ static void qrdma_eth_tx_bh(void *opaque)
     }
 }
 
+/*
+ * Always: RoCE frames share the netdev with the Ethernet function, and
+ * must not wait behind an RX ring the guest left empty (its netdev down, a
+ * flood of broadcasts).  Frames for the Ethernet function that find no
+ * buffer wait in the device (qrdma_eth_rx_wait), as many as a NIC's
+ * receive FIFO holds; past that they are dropped, as a NIC misses them.
+ */
 static bool qrdma_eth_can_receive(NetClientState *nc)
 {
-    QrdmaCore *core = qemu_get_nic_opaque(nc);
-    QrdmaEth *eth = &core->eth;
-
-    /*
-     * Disabled: take the frame and drop it, so that nothing piles up in
-     * the net layer.  Enabled: only into a posted buffer; without one the
-     * net layer keeps the frames until the driver posts some.
-     */
-    if (!qrdma_eth_enabled(eth)) {
-        return true;
-    }
-    return eth->rx.pi != eth->rx.ci;
+    return true;
 }
 
-static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
+/* Frames that wait for RX buffers: 64 at most, 576 KiB at their largest. */
+#define QRDMA_ETH_RX_BACKLOG 64
+
+/* Into the RX buffer at rx.ci, which the caller checked is posted. */
+static void qrdma_eth_rx_deliver(QrdmaCore *core, const uint8_t *buf,
                                  size_t size)
 {
-    QrdmaCore *core = qemu_get_nic_opaque(nc);
     QrdmaEthRing *rx = &core->eth.rx;
     struct qrdma_eth_desc desc;
     dma_addr_t desc_addr;
@@ -465,25 +475,6 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
     uint64_t addr;
     uint32_t idx;
 
-    if (qrdma_wire_receive(core, buf, size)) {
-        return size;
-    }
-    if (!qrdma_eth_enabled(&core->eth)) {
-        trace_qrdma_eth_rx_dropped("function disabled", size);
-        core->counters.eth_rx_dropped++;
-        return size;
-    }
-    if (size < QRDMA_ETH_FRAME_MIN || size > QRDMA_ETH_FRAME_MAX) {
-        trace_qrdma_eth_rx_dropped("frame size out of range", size);
-        core->counters.eth_rx_dropped++;
-        return size;
-    }
-    if (rx->pi == rx->ci) {
-        /* Returning 0 makes the net layer queue the frame for later. */
-        trace_qrdma_eth_rx_no_buffer(size);
-        return 0;
-    }
-
     idx = rx->ci;
     desc_addr = qrdma_eth_desc_addr(rx, idx);
     if (!qrdma_dma_read(core, desc_addr, &desc, sizeof(desc))) {
@@ -491,7 +482,7 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
                         " %" PRIu32 " at 0x%" PRIx64 ", frame dropped", "RX",
                         idx, desc_addr);
         core->counters.eth_rx_dropped++;
-        return size;
+        return;
     }
     addr = le64_to_cpu(desc.addr);
     buf_len = le16_to_cpu(desc.len);
@@ -503,7 +494,7 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
          */
         trace_qrdma_eth_rx_dropped("frame longer than the buffer", size);
         core->counters.eth_rx_dropped++;
-        return size;
+        return;
     }
 
     if (addr > UINT64_MAX - size + 1 ||
@@ -525,6 +516,68 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
     }
     rx->ci++;
     qrdma_notify(core, core->eth.irq_vector);
+}
+
+/* A frame with no RX buffer waits for one, behind those before it. */
+static void qrdma_eth_rx_wait(QrdmaCore *core, const uint8_t *buf,
+                              size_t size)
+{
+    QrdmaEth *eth = &core->eth;
+    QrdmaEthFrame *f;
+
+    if (eth->rx_backlog_len >= QRDMA_ETH_RX_BACKLOG) {
+        trace_qrdma_eth_rx_dropped("no RX buffer, and the backlog is full",
+                                   size);
+        core->counters.eth_rx_dropped++;
+        return;
+    }
+    trace_qrdma_eth_rx_no_buffer(size);
+    f = g_malloc(sizeof(*f) + size);
+    f->len = size;
+    memcpy(f->data, buf, size);
+    QSIMPLEQ_INSERT_TAIL(&eth->rx_backlog, f, next);
+    eth->rx_backlog_len++;
+}
+
+static void qrdma_eth_rx_backlog_run(QrdmaCore *core)
+{
+    QrdmaEth *eth = &core->eth;
+    QrdmaEthFrame *f;
+
+    while (eth->rx.pi != eth->rx.ci &&
+           (f = QSIMPLEQ_FIRST(&eth->rx_backlog))) {
+        QSIMPLEQ_REMOVE_HEAD(&eth->rx_backlog, next);
+        eth->rx_backlog_len--;
+        qrdma_eth_rx_deliver(core, f->data, f->len);
+        g_free(f);
+    }
+}
+
+static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
+                                 size_t size)
+{
+    QrdmaCore *core = qemu_get_nic_opaque(nc);
+    QrdmaEth *eth = &core->eth;
+
+    if (qrdma_wire_receive(core, buf, size)) {
+        return size;
+    }
+    if (!qrdma_eth_enabled(eth)) {
+        trace_qrdma_eth_rx_dropped("function disabled", size);
+        core->counters.eth_rx_dropped++;
+        return size;
+    }
+    if (size < QRDMA_ETH_FRAME_MIN || size > QRDMA_ETH_FRAME_MAX) {
+        trace_qrdma_eth_rx_dropped("frame size out of range", size);
+        core->counters.eth_rx_dropped++;
+        return size;
+    }
+    if (eth->rx.pi == eth->rx.ci || !QSIMPLEQ_EMPTY(&eth->rx_backlog)) {
+        qrdma_eth_rx_wait(core, buf, size);
+        qrdma_eth_rx_backlog_run(core);
+        return size;
+    }
+    qrdma_eth_rx_deliver(core, buf, size);
     return size;
 }
 
@@ -561,6 +614,7 @@ void qrdma_eth_realize(QrdmaCore *core, DeviceState *dev,
                             guard, core);
     qemu_format_nic_info_str(qrdma_eth_nc(core), eth->conf.macaddr.a);
     eth->tx_bh = qemu_bh_new_guarded(qrdma_eth_tx_bh, core, guard);
+    QSIMPLEQ_INIT(&eth->rx_backlog);
 }
 
 void qrdma_eth_unrealize(QrdmaCore *core)
@@ -571,6 +625,7 @@ void qrdma_eth_unrealize(QrdmaCore *core)
         qemu_bh_delete(eth->tx_bh);
         eth->tx_bh = NULL;
     }
+    qrdma_eth_backlog_drop(core);
     if (eth->nic) {
         qemu_del_nic(eth->nic);
         eth->nic = NULL;

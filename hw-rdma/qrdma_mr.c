@@ -7,6 +7,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/guest-random.h"
 #include "qrdma.h"
 #include "qrdma_pd.h"
 #include "qrdma_mr.h"
@@ -21,6 +22,18 @@
  * What an MR or window granted has changed or gone: the engines check
  * again the SGEs and ranges they hold for messages under way.
  */
+/*
+ * The key byte of a new MR or MW: drawn at random, as rxe draws it, so
+ * that a peer cannot work out one rkey from another.
+ */
+static uint8_t qrdma_mr_new_key(void)
+{
+    uint8_t key;
+
+    qemu_guest_getrandom_nofail(&key, sizeof(key));
+    return key;
+}
+
 void qrdma_mr_access_lost(QrdmaCore *core)
 {
     core->mr_gen++;
@@ -471,7 +484,7 @@ static int qrdma_mr_alloc(QrdmaCore *core, uint32_t uctx, uint32_t pd_idx)
     mr = &core->mr[idx];
     memset(mr, 0, sizeof(*mr));
     /* A new key byte each time, so an old lkey of a reused slot fails. */
-    mr->lkey = ((uint32_t)(idx + 1) << 8) | core->mr_key++;
+    mr->lkey = ((uint32_t)(idx + 1) << 8) | qrdma_mr_new_key();
     mr->rkey = mr->lkey;
     mr->uctx = uctx;
     mr->pd = core->pd[pd_idx].handle;
@@ -690,7 +703,7 @@ uint8_t qrdma_cmd_alloc_mw(QrdmaCore *core, uint32_t uctx,
     mw->pd = core->pd[pd_idx].handle;
     mw->type = a->type;
     /* As for MRs: a new key byte, so an rkey of a reused slot fails. */
-    mw->rkey = QRDMA_KEY_MW | ((uint32_t)(idx + 1) << 8) | core->mr_key++;
+    mw->rkey = QRDMA_KEY_MW | ((uint32_t)(idx + 1) << 8) | qrdma_mr_new_key();
     core->pd[pd_idx].refs++;
     qrdma_uctx_ref(core, uctx, 1);
     trace_qrdma_mw_alloc(mw->handle, mw->type, mw->rkey);

@@ -371,11 +371,13 @@ static QrdmaRoceRx qrdma_roce_l3(const uint8_t *buf, size_t len,
         return QRDMA_ROCE_RX_NOT_ROCE;
     }
     type = lduw_be_p(buf + off);
+    pkt->vlan_id = QRDMA_VLAN_NONE;
     if (type == ETH_TYPE_VLAN) {
         off += 4;
         if (len < off + 2) {
             return QRDMA_ROCE_RX_NOT_ROCE;
         }
+        pkt->vlan_id = lduw_be_p(buf + off - 2) & 0xfff;
         type = lduw_be_p(buf + off);
     }
     off += 2;

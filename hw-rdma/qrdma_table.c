@@ -8,6 +8,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bitops.h"
+#include "qemu/guest-random.h"
 #include "qrdma_table.h"
 
 void qrdma_table_init(QrdmaTable *t, const char *name, uint32_t max,
@@ -50,8 +51,12 @@ uint32_t qrdma_table_handle(const QrdmaTable *t, uint32_t idx)
 
 int qrdma_table_alloc(QrdmaTable *t)
 {
-    uint32_t i, idx;
+    uint32_t i, idx, r;
 
+    if (t->random && t->max > t->first) {
+        qemu_guest_getrandom_nofail(&r, sizeof(r));
+        t->next = t->first + r % (t->max - t->first);
+    }
     for (i = t->first; i < t->max; i++) {
         idx = t->next;
         t->next = idx + 1 < t->max ? idx + 1 : t->first;
@@ -70,6 +75,15 @@ void qrdma_table_free(QrdmaTable *t, uint32_t idx)
     t->in_use--;
     /* The reserved slots keep their fixed handles (QP 1 is always GSI). */
     if (idx >= t->first) {
-        t->gen[idx]++;
+        uint8_t gen = t->gen[idx];
+
+        if (t->random) {
+            /* Any generation but the one just freed. */
+            qemu_guest_getrandom_nofail(&gen, sizeof(gen));
+            gen += gen == t->gen[idx];
+        } else {
+            gen++;
+        }
+        t->gen[idx] = gen;
     }
 }

@@ -24,6 +24,11 @@ typedef struct QrdmaTable {
     uint32_t in_use;
     uint32_t first;                     /* slots below are reserved */
     uint32_t next;                      /* where the next search starts */
+    /*
+     * Slots and generations drawn at random, so that the handles a peer
+     * on the wire sees (QPNs, rkeys) tell it nothing of the others.
+     */
+    bool random;
     uint8_t *gen;
     bool *busy;
 } QrdmaTable;

@@ -4709,6 +4709,224 @@ static void test_wire_read_duplicates(void *obj, void *data,
 }
 
 /*
+ * RoCE does not wait for the Ethernet function's RX buffers: with its
+ * ring enabled and empty, a broadcast for the Ethernet function comes
+ * first, and a SEND behind it still lands at once; the broadcast waits
+ * for a buffer and lands in the first one posted.  (Both used to wait in
+ * QEMU's net layer until the guest posted a buffer.)
+ */
+static void test_wire_roce_without_eth_buffers(void *obj, void *data,
+                                               QGuestAllocator *alloc)
+{
+    int *sv = data;
+    uint8_t bcast[60] = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x52, 0x54, 0, 0, 2, 0x20,
+        0x08, 0x06,
+    };
+    uint8_t got[sizeof(bcast)], ops[8];
+    struct qrdma_eth_desc desc = { };
+    struct qrdma_sq_wqe w;
+    uint64_t ring, buf;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    int i;
+
+    for (i = 14; i < (int)sizeof(bcast); i++) {
+        bcast[i] = i;
+    }
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    connect_rc(&e0, &a, &e1, &b, true);
+    ring = guest_alloc(alloc, 4096);
+    qtest_memset(e1.t.qts, ring, 0, 4096);
+    qrdma_t_writeq(&e1.t, QRDMA_REG_ETH_TX_BASE, ring + 2048);
+    qrdma_t_writel(&e1.t, QRDMA_REG_ETH_TX_LOG2, 4);
+    qrdma_t_writeq(&e1.t, QRDMA_REG_ETH_RX_BASE, ring);
+    qrdma_t_writel(&e1.t, QRDMA_REG_ETH_RX_LOG2, 4);
+    qrdma_t_writel(&e1.t, QRDMA_REG_ETH_CTRL, QRDMA_ETH_CTRL_ENABLE);
+    g_assert_cmphex(qrdma_t_readl(&e1.t, QRDMA_REG_ETH_CTRL), ==,
+                    QRDMA_ETH_CTRL_ENABLE);
+
+    wire_send(sv[2], bcast, sizeof(bcast));
+    write_data(&e0, 0, "past the broadcast");
+    post_recv(&e1, &b, 0xb1, e1.data + 4096, 64, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 19, e0.lkey);
+    post_send(&e0, &a, &w);
+    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_data(&e1, 4096, "past the broadcast");
+    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "eth-rx-frames"), ==, 0);
+
+    /* the broadcast waited for a buffer */
+    buf = guest_alloc(alloc, 2048);
+    desc.addr = cpu_to_le64(buf);
+    desc.len = cpu_to_le16(2048);
+    qtest_memwrite(e1.t.qts, ring, &desc, sizeof(desc));
+    qrdma_t_writel(&e1.t, QRDMA_REG_ETH_RX_PI, 1);
+    wire_expect_count(&e1, "eth-rx-frames", 1);
+    qtest_memread(e1.t.qts, ring, &desc, sizeof(desc));
+    g_assert_cmphex(le16_to_cpu(desc.flags), ==, QRDMA_ETH_DESC_DONE);
+    g_assert_cmpuint(le16_to_cpu(desc.len), ==, sizeof(bcast));
+    qtest_memread(e1.t.qts, buf, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), bcast, sizeof(bcast));
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "eth-rx-dropped"), ==, 0);
+}
+
+/*
+ * A UD datagram to a multicast group over the wire reaches the attached
+ * QP of the other side, and so does one of 0 bytes (it was dropped: a
+ * frame with no payload has no payload iterator).
+ */
+static void test_wire_ud_mcast(void *obj, void *data, QGuestAllocator *alloc)
+{
+    static const uint8_t group[16] = { [10] = 0xff, [11] = 0xff,
+                                       239, 1, 2, 3 };
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
+    struct qrdma_cmd att = { .hdr.opcode = QRDMA_CMD_ATTACH_MCAST };
+    int *sv = data;
+    uint8_t f[WIRE_FRAME_MAX];
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    uint32_t len[2] = { 9, 0 };
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    size_t n;
+    int i;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_UD, 0, &e0.cq, &e0.cq), ==,
+                     0);
+    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_UD, 0, &e1.cq, &e1.cq), ==,
+                     0);
+    to_rtr(&e0, &a, 0);
+    to_rts(&e0, &a, 0);
+    to_rtr(&e1, &b, 0);
+    to_rts(&e1, &b, 0);
+    att.mcast.qpn = cpu_to_le32(b.qpn);
+    memcpy(att.mcast.gid, group, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e1.t, &att, NULL), ==, QRDMA_STATUS_OK);
+    cmd.create_ah.pd = cpu_to_le32(e0.pd);
+    cmd.create_ah.av.hop_limit = 1;
+    cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
+    memcpy(cmd.create_ah.av.dgid, group, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e0.t, &cmd, &cmpl), ==, 0);
+    write_data(&e0, 0, "to all");
+
+    for (i = 0; i < 2; i++) {
+        post_recv(&e1, &b, 0xb1 + i, e1.data + 4096 * (1 + i), 256,
+                  e1.lkey);
+        w = wqe_sge(0xa1 + i, QRDMA_WR_SEND, e0.data, len[i], e0.lkey);
+        w.num_sge = len[i] ? 1 : 0;
+        w.ud.ah = cmpl.handle;
+        w.ud.remote_qpn = cpu_to_le32(0xffffff);
+        w.ud.remote_qkey = cpu_to_le32(0x1234);
+        post_send(&e0, &a, &w);
+        expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_SEND,
+                   QRDMA_WC_SUCCESS);
+        n = wire_recv(sv[0], f);
+        g_assert_cmpuint(n, >, 0);
+        /* to the group's MAC, 01:00:5e:01:02:03 */
+        g_assert_cmphex(f[0], ==, 0x01);
+        g_assert_cmphex(f[5], ==, 0x03);
+        wire_send(sv[2], f, n);
+        g_assert_true(poll_cq(&e1, &e1.cq, &cqe));
+        g_assert_cmphex(cqe.wr_id, ==, 0xb1 + i);
+        g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
+        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + len[i]);
+        g_assert_cmphex(le32_to_cpu(cqe.src_qp), ==, a.qpn);
+    }
+    expect_data(&e1, 4096 + 40, "to all");
+}
+
+/*
+ * A connected QP hears only its peer: a SEND for it from another source
+ * address, or from its peer's address on another VLAN, is dropped and
+ * counted, and the real one then lands (rxe checks the same).
+ */
+static void test_wire_foreign_source(void *obj, void *data,
+                                     QGuestAllocator *alloc)
+{
+    int *sv = data;
+    uint8_t f[WIRE_FRAME_MAX], g[WIRE_FRAME_MAX + 4], ops[8];
+    struct qrdma_sq_wqe w;
+    uint64_t dropped;
+    QQrdma q1;
+    Env e0, e1;
+    Qp a, b;
+    size_t n;
+
+    wire_envs(obj, alloc, &q1, &e0, &e1);
+    connect_rc(&e0, &a, &e1, &b, true);
+    write_data(&e0, 0, "only from the peer");
+    post_recv(&e1, &b, 0xb1, e1.data + 4096, 64, e1.lkey);
+    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 19, e0.lkey);
+    post_send(&e0, &a, &w);
+    n = wire_recv(sv[0], f);
+    g_assert_cmphex(wire_check_frame(f, n), ==, 0x04);
+    dropped = qrdma_t_qom_get(&e1.t, "pkts-dropped");
+
+    /* from 10.0.2.99 */
+    memcpy(g, f, n);
+    g[WIRE_IP + 15] = 99;
+    wire_fix(g, n);
+    wire_send(sv[2], g, n);
+    wire_expect_count(&e1, "pkts-dropped", dropped + 1);
+    /* from the peer's address, on VLAN 5 */
+    memcpy(g, f, 12);
+    stw_be_p(g + 12, 0x8100);
+    stw_be_p(g + 14, 5);
+    memcpy(g + 16, f + 12, n - 12);
+    wire_send(sv[2], g, n + 4);
+    wire_expect_count(&e1, "pkts-dropped", dropped + 2);
+    expect_no_cqe(&e1, &e1.cq);
+    g_assert_true(relay_quiet(sv[2]));
+
+    wire_send(sv[2], f, n);
+    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    expect_data(&e1, 4096, "only from the peer");
+    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+}
+
+/*
+ * QPNs and rkeys do not follow one from another: 32 MRs (and their QPs)
+ * made in a row have key bytes and slots drawn at random, not counted
+ * up, so a peer that knows one cannot work out the next.
+ */
+static void test_unguessable_handles(void *obj, void *data,
+                                     QGuestAllocator *alloc)
+{
+    enum { N = 32 };
+    uint32_t key[N], qpn[N];
+    int i, key_steps = 0, slot_steps = 0, qp_steps = 0;
+    Qp q[N];
+    Env e;
+
+    env_init(&e, obj, alloc);
+    for (i = 0; i < N; i++) {
+        g_assert_cmpuint(reg_page_mr(&e, e.data + 4096 * (i % DATA_PAGES),
+                                     QRDMA_ACCESS_REMOTE_READ, &key[i]), ==,
+                         0);
+        g_assert_cmpuint(create_qp(&e, &q[i], QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                         ==, 0);
+        qpn[i] = q[i].qpn;
+    }
+    for (i = 1; i < N; i++) {
+        key_steps += (uint8_t)(key[i] - key[i - 1]) == 1;
+        slot_steps += (key[i] >> 8) - (key[i - 1] >> 8) == 1;
+        qp_steps += qpn[i] - qpn[i - 1] == 1;
+    }
+    /* counted up, each would step by one 31 times; at random, rarely */
+    g_assert_cmpint(key_steps, <, 8);
+    g_assert_cmpint(slot_steps, <, 8);
+    g_assert_cmpint(qp_steps, <, 8);
+}
+
+/*
  * A responder QP that goes away acknowledges once more what it took: the
  * ACK of a SEND is lost, the responder's QP goes (how: QRDMA_QPS_RESET or
  * QRDMA_QPS_ERR, else destroyed), and its last ACK completes the SEND
@@ -5741,6 +5959,14 @@ static void qrdma_dp_register_tests(void)
                  &relay_opts);
     qos_add_test("dp/wire-read-duplicates", "qrdma",
                  test_wire_read_duplicates, &relay_opts);
+    qos_add_test("dp/wire-roce-without-eth-buffers", "qrdma",
+                 test_wire_roce_without_eth_buffers, &relay_opts);
+    qos_add_test("dp/wire-ud-mcast", "qrdma", test_wire_ud_mcast,
+                 &relay_opts);
+    qos_add_test("dp/wire-foreign-source", "qrdma", test_wire_foreign_source,
+                 &relay_opts);
+    qos_add_test("dp/unguessable-handles", "qrdma", test_unguessable_handles,
+                 NULL);
     qos_add_test("dp/wire-pcap", "qrdma", test_wire_pcap, &pcap_opts);
     qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
                  NULL);

@@ -405,7 +405,7 @@ static void test_eth_rx(void *obj, void *data, QGuestAllocator *alloc)
     eth_fini(&t);
 }
 
-/* Frames that find no posted buffer wait in the net layer. */
+/* Frames that find no posted buffer wait for one. */
 static void test_eth_rx_queued(void *obj, void *data, QGuestAllocator *alloc)
 {
     EthTest t;
@@ -450,6 +450,54 @@ static void test_eth_rx_queued(void *obj, void *data, QGuestAllocator *alloc)
     }
     g_assert_cmpuint(eth_counter(&t, "eth-rx-frames"), ==, frames + 3);
     g_assert_cmpuint(eth_counter(&t, "eth-rx-dropped"), ==, 0);
+    eth_fini(&t);
+}
+
+/*
+ * Frames that find no RX buffer wait in the device, 64 of them (as a
+ * NIC's receive FIFO holds frames), and more are dropped and counted:
+ * they used to wait in QEMU's net layer, and the RoCE frames that share
+ * the netdev with them waited behind them.  Those kept come in order as
+ * buffers are posted.
+ */
+static void test_eth_rx_backlog(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { SENT = 70, KEPT = 64 };
+    EthTest t;
+    struct qrdma_eth_desc d;
+    uint64_t frames, dropped, buf[ETH_RING_SIZE];
+    int i, j;
+
+    eth_init(&t, obj, data, alloc);
+    frames = eth_counter(&t, "eth-rx-frames");
+    dropped = eth_counter(&t, "eth-rx-dropped");
+    eth_start(&t);
+    for (i = 0; i < SENT; i++) {
+        eth_sock_send(&t, 64 + i, i);
+    }
+    eth_wait_counter(&t, "eth-rx-dropped", dropped + SENT - KEPT);
+    eth_settle(&t);
+    g_assert_cmpuint(eth_counter(&t, "eth-rx-frames"), ==, frames);
+
+    for (j = 0; j < ETH_RING_SIZE; j++) {
+        buf[j] = guest_alloc(alloc, ETH_BUF_SIZE);
+    }
+    for (i = 0; i < KEPT; i += ETH_RING_SIZE) {
+        for (j = 0; j < ETH_RING_SIZE; j++) {
+            eth_desc_write(&t, t.rx_ring, t.rx_pi++, buf[j], ETH_BUF_SIZE);
+        }
+        eth_writel(&t, QRDMA_REG_ETH_RX_PI, t.rx_pi);
+        eth_wait_reg(&t, QRDMA_REG_ETH_RX_CI, t.rx_pi);
+        for (j = 0; j < ETH_RING_SIZE; j++) {
+            d = eth_desc_read(&t, t.rx_ring, i + j);
+            g_assert_cmphex(d.flags, ==, QRDMA_ETH_DESC_DONE);
+            g_assert_cmpuint(d.len, ==, 64 + i + j);
+            eth_guest_expect(&t, buf[j], 64 + i + j, i + j);
+        }
+    }
+    g_assert_cmpuint(eth_counter(&t, "eth-rx-frames"), ==, frames + KEPT);
+    g_assert_cmpuint(eth_counter(&t, "eth-rx-dropped"), ==,
+                     dropped + SENT - KEPT);
     eth_fini(&t);
 }
 
@@ -899,6 +947,7 @@ static void qrdma_eth_register_tests(void)
     qos_add_test("eth-rx", "qrdma", test_eth_rx, &opts);
     qos_add_test("eth-rx-queued", "qrdma", test_eth_rx_queued, &opts);
     qos_add_test("eth-rx-drop", "qrdma", test_eth_rx_drop, &opts);
+    qos_add_test("eth-rx-backlog", "qrdma", test_eth_rx_backlog, &opts);
     qos_add_test("eth-no-netdev", "qrdma", test_eth_no_netdev,
                  &no_netdev_opts);
     qos_add_test("eth-link", "qrdma", test_eth_link, &opts);
