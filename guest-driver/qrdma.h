@@ -25,6 +25,8 @@
 /* The async event queue, on vector 0 with the command completions. */
 #define QRDMA_ASYNC_EQ		0
 #define QRDMA_COMP_EQ_LOG2	12
+/* "qrdma-comp65535@pci:" and a PCI name, with room to spare */
+#define QRDMA_IRQ_NAME_LEN	48
 
 struct qrdma_dev;
 struct qrdma_eth;
@@ -36,6 +38,7 @@ struct qrdma_eq {
 	u32 log2;
 	u32 ci;				/* entries consumed, free running */
 	u16 idx;			/* EQ number, the MSI-X vector */
+	char irq_name[QRDMA_IRQ_NAME_LEN];
 };
 
 /* Counters the driver keeps; the device's come from QUERY_STATS. */
@@ -62,6 +65,7 @@ struct qrdma_dev {
 	struct qrdma_port_info port;
 
 	int num_vectors;
+	char admin_irq_name[QRDMA_IRQ_NAME_LEN];
 	struct qrdma_eq *eqs;		/* num_eqs of them, with the data path */
 	int num_eqs;
 	/*

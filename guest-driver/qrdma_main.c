@@ -358,9 +358,11 @@ static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 		return -ENOMEM;
 
 	if (idx != QRDMA_ASYNC_EQ) {
+		snprintf(eq->irq_name, sizeof(eq->irq_name),
+			 DRV_MODULE_NAME "-comp%u@pci:%s", idx,
+			 pci_name(dev->pdev));
 		err = request_irq(pci_irq_vector(dev->pdev, idx),
-				  qrdma_comp_irq, 0, DRV_MODULE_NAME "-comp",
-				  eq);
+				  qrdma_comp_irq, 0, eq->irq_name, eq);
 		if (err)
 			goto err_free_ring;
 	}
@@ -640,6 +642,12 @@ static struct qrdma_dev *qrdma_probe_device(struct pci_dev *pdev)
 		dev_err(&pdev->dev, "cannot set the DMA mask: %d\n", err);
 		goto err_disable_device;
 	}
+	/*
+	 * MR page lists take pages of any size the device supports, and
+	 * ib_umem builds them from the DMA segments: do not cut those at
+	 * the default 64 KiB.
+	 */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 
 	err = pci_request_selected_regions(pdev,
 					   BIT(QRDMA_REG_BAR) | BIT(QRDMA_DB_BAR),
@@ -703,8 +711,10 @@ static struct qrdma_dev *qrdma_probe_device(struct pci_dev *pdev)
 	dev->cmdq.dead = qrdma_cmdq_dead;
 
 	/* The handler reaps the command queue: it exists from now on. */
+	snprintf(dev->admin_irq_name, sizeof(dev->admin_irq_name),
+		 DRV_MODULE_NAME "-admin@pci:%s", pci_name(pdev));
 	err = request_irq(pci_irq_vector(pdev, 0), qrdma_admin_irq, 0,
-			  DRV_MODULE_NAME "-admin", dev);
+			  dev->admin_irq_name, dev);
 	if (err)
 		goto err_destroy_cmdq;
 

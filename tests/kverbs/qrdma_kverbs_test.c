@@ -24,6 +24,7 @@
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -719,6 +720,13 @@ static int kv_run(struct ib_device *dev)
 		goto free_buf;
 	}
 
+	/*
+	 * ib_umem and the block layer build MR page lists from DMA
+	 * segments: capped at the default 64 KiB, an MR never gets the
+	 * huge pages the device takes.
+	 */
+	tap(dma_get_max_seg_size(dev->dma_device) >= SZ_1G,
+	    "the device's DMA segments are not capped (max_seg_size at least 1 GiB)");
 	kv_s38(kv);
 	kv_drain(kv);
 	kv_srq_resize(kv);
