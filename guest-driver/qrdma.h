@@ -87,6 +87,8 @@ struct qrdma_dev {
 	struct mutex event_lock;
 	bool ib_live;
 	enum ib_port_state port_state;	/* last state seen */
+	/* port_state changed before ib_live: ib_core may not know it */
+	bool port_event_pending;
 	bool fatal_reported;
 	/* Reports DEVICE_FATAL for a command timeout, which may not sleep. */
 	struct work_struct fatal_work;

@@ -455,12 +455,22 @@ static int qrdma_alloc_vectors(struct qrdma_dev *dev)
  * The port is ACTIVE while its netdev is up with carrier, as on other
  * RoCE NICs; tell ib_core when that changes.
  */
-void qrdma_port_update(struct qrdma_dev *dev)
+/* Tell ib_core the port's state; under event_lock, the device live. */
+static void qrdma_port_event(struct qrdma_dev *dev)
 {
 	struct ib_event event = {
 		.device = &dev->ibdev,
 		.element.port_num = QRDMA_PORT,
 	};
+
+	lockdep_assert_held(&dev->event_lock);
+	event.event = dev->port_state == IB_PORT_ACTIVE ?
+		      IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&event);
+}
+
+void qrdma_port_update(struct qrdma_dev *dev)
+{
 	enum ib_port_state state = IB_PORT_DOWN;
 	struct net_device *netdev = dev->netdev;
 
@@ -470,11 +480,27 @@ void qrdma_port_update(struct qrdma_dev *dev)
 	mutex_lock(&dev->event_lock);
 	if (dev->port_state != state) {
 		dev->port_state = state;
-		event.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
-							IB_EVENT_PORT_ERR;
-		/* Before registration ib_core reads the port itself. */
+		/*
+		 * ib_core reads the port while it registers the device,
+		 * maybe before this change: it hears of it once the
+		 * ib_device is live (qrdma_ib_set_live()).
+		 */
 		if (dev->ib_live)
-			ib_dispatch_event(&event);
+			qrdma_port_event(dev);
+		else
+			dev->port_event_pending = true;
+	}
+	mutex_unlock(&dev->event_lock);
+}
+
+/* Events reach ib_core from now on, starting with what it missed. */
+static void qrdma_ib_set_live(struct qrdma_dev *dev)
+{
+	mutex_lock(&dev->event_lock);
+	dev->ib_live = true;
+	if (dev->port_event_pending) {
+		dev->port_event_pending = false;
+		qrdma_port_event(dev);
 	}
 	mutex_unlock(&dev->event_lock);
 }
@@ -575,7 +601,15 @@ static int qrdma_ib_register(struct qrdma_dev *dev)
 	if (err)
 		return err;
 
-	return ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);
+	err = ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);
+	if (err)
+		/*
+		 * The port holds a reference on the netdev until the
+		 * ib_device is freed, which is after the netdev is
+		 * unregistered: unregister_netdev() would wait for ever.
+		 */
+		ib_device_set_netdev(ibdev, NULL, QRDMA_PORT);
+	return err;
 }
 
 static int qrdma_check_device(struct qrdma_dev *dev)
@@ -809,9 +843,7 @@ static int qrdma_ib_device_add(struct qrdma_dev *dev)
 		goto err_fini_eqs;
 	}
 
-	mutex_lock(&dev->event_lock);
-	dev->ib_live = true;
-	mutex_unlock(&dev->event_lock);
+	qrdma_ib_set_live(dev);
 	/* A device lost while it registered is reported now. */
 	if (!qrdma_cmdq_running(&dev->cmdq))
 		qrdma_report_fatal(dev);
@@ -875,12 +907,28 @@ static void qrdma_remove(struct pci_dev *pdev)
 	qrdma_remove_device(dev);
 }
 
+/*
+ * Stop all DMA before the next kernel (kexec) reuses the memory, and
+ * leave nothing that waits for the device: the ib_device stays
+ * registered, and its consumers may still call it while the system goes
+ * down.
+ */
 static void qrdma_shutdown(struct pci_dev *pdev)
 {
 	struct qrdma_dev *dev = pci_get_drvdata(pdev);
+	int i;
 
-	/* Stop all DMA before the next kernel (kexec) reuses the memory. */
-	qrdma_dev_reset(dev);
+	cancel_delayed_work_sync(&dev->link_work);
+	netif_device_detach(dev->netdev);
+	/*
+	 * Resets the device, fails the commands in flight and every later
+	 * one at once, as for a device that is lost: destroys succeed.
+	 */
+	qrdma_cmdq_disable(&dev->cmdq);
+	/* A reset device raises no interrupt; let those under way end. */
+	for (i = 0; i < dev->num_vectors; i++)
+		synchronize_irq(pci_irq_vector(pdev, i));
+	pci_clear_master(pdev);
 }
 
 static struct pci_driver qrdma_pci_driver = {
