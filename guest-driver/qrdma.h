@@ -24,7 +24,6 @@
 
 /* The async event queue, on vector 0 with the command completions. */
 #define QRDMA_ASYNC_EQ		0
-#define QRDMA_COMP_EQ_LOG2	12
 /* "qrdma-comp65535@pci:" and a PCI name, with room to spare */
 #define QRDMA_IRQ_NAME_LEN	48
 
@@ -37,6 +36,7 @@ struct qrdma_eq {
 	dma_addr_t dma;
 	u32 log2;
 	u32 ci;				/* entries consumed, free running */
+	u32 ci_batch;			/* entries consumed per EQ_CI write */
 	u16 idx;			/* EQ number, the MSI-X vector */
 	char irq_name[QRDMA_IRQ_NAME_LEN];
 };

@@ -55,16 +55,21 @@ u16 qrdma_comp_vector_to_eq(struct qrdma_dev *dev, int comp_vector)
 
 /*
  * Wait until no handler of EQ @eq still uses an object it looked up, so
- * that the caller, which has unlisted the object, can free it.
+ * that the caller, which has unlisted the object, can free it.  The
+ * async EQ is read to its end first: the events the device wrote before
+ * the destroy's completion may still wait for their interrupt, and must
+ * not outlive the handle they name, which a new object may take.
  */
 void qrdma_sync_eq(struct qrdma_dev *dev, u16 eq)
 {
 	if (!dev->num_eqs)
 		return;
-	if (eq == QRDMA_ASYNC_EQ)
+	if (eq == QRDMA_ASYNC_EQ) {
+		queue_work(dev->async_wq, &dev->async_work);
 		flush_work(&dev->async_work);
-	else
+	} else {
 		synchronize_irq(pci_irq_vector(dev->pdev, eq));
+	}
 }
 
 static void qrdma_qp_event(struct qrdma_dev *dev, u32 qpn,
@@ -251,7 +256,6 @@ static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 	void __iomem *ci_reg = eq->dev->regs + QRDMA_REG_EQ(eq->idx) +
 			       QRDMA_REG_EQ_CI;
 	u32 mask = (1U << eq->log2) - 1;
-	u32 quarter = 1U << (eq->log2 - 2);
 	u32 done = 0;
 
 	for (;;) {
@@ -266,9 +270,10 @@ static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 		eq->ci++;
 		/*
 		 * The device drops what finds the EQ full: during a long
-		 * run, give it back what is done every quarter ring.
+		 * run, give it back what is done as often as its size
+		 * needs (qrdma_eq_size()).
 		 */
-		if (++done == quarter) {
+		if (++done == eq->ci_batch) {
 			writel(eq->ci, ci_reg);
 			done = 0;
 		}
@@ -305,7 +310,12 @@ static irqreturn_t qrdma_comp_irq(int irq, void *data)
 
 static void qrdma_eq_disable(struct qrdma_dev *dev, struct qrdma_eq *eq)
 {
-	writel(0, dev->regs + QRDMA_REG_EQ(eq->idx) + QRDMA_REG_EQ_CTRL);
+	void __iomem *ctrl = dev->regs + QRDMA_REG_EQ(eq->idx) +
+			     QRDMA_REG_EQ_CTRL;
+
+	writel(0, ctrl);
+	/* Flush the posted write: the device writes the ring no more. */
+	readl(ctrl);
 }
 
 static void qrdma_eqs_free(struct qrdma_dev *dev, int count)
@@ -329,17 +339,41 @@ static void qrdma_eqs_free(struct qrdma_dev *dev, int count)
 /*
  * The device drops an event that finds its EQ full, and nothing tells of
  * it afterwards: a lost LAST_WQE_REACHED leaves ib_drain_qp() waiting on
- * an SRQ QP.  The async EQ holds every event that can be pending at once:
+ * an SRQ QP, a lost completion event a ULP waiting on its CQ.  Each EQ
+ * holds every event that can be pending on it at once.  On the async EQ:
  * a QP raises at most COMM_EST, one error and LAST_WQE_REACHED before a
  * command moves it again, a CQ one CQ_ERR, an SRQ one armed limit; the
- * port and fatal events come one at a time.
+ * port and fatal events come one at a time.  On a completion EQ: one
+ * event per arming of a CQ, and every CQ may be on the same EQ.
  */
-static u32 qrdma_async_eq_log2(struct qrdma_dev *dev)
+static u64 qrdma_eq_max_events(struct qrdma_dev *dev, u16 idx)
 {
-	u64 events = 3ULL * dev->attr.max_qp + dev->attr.max_cq +
-		     dev->attr.max_srq + 16;
+	u64 events = 0;
 
-	return clamp_t(u32, order_base_2(events), 8, QRDMA_EQ_LOG2_MAX);
+	if (idx == QRDMA_ASYNC_EQ)
+		events = 3ULL * dev->attr.max_qp + dev->attr.max_cq +
+			 dev->attr.max_srq + 16;
+	if (idx != QRDMA_ASYNC_EQ || dev->num_vectors < 2)
+		events += dev->attr.max_cq;
+	return events;
+}
+
+/*
+ * The EQ's size, and how many entries its reader consumes before it gives
+ * them back (writes EQ_CI): the entries consumed and not given back count
+ * as used, so the ring holds the events that may be pending and those.
+ * A ring of the largest size that cannot gives back every entry.
+ */
+static void qrdma_eq_size(struct qrdma_dev *dev, struct qrdma_eq *eq)
+{
+	u64 events = qrdma_eq_max_events(dev, eq->idx);
+	u64 size;
+
+	/* A quarter of the ring given back at a time: 4/3 of the events. */
+	eq->log2 = clamp_t(u32, order_base_2(DIV_ROUND_UP(events * 4, 3)), 8,
+			   QRDMA_EQ_LOG2_MAX);
+	size = 1ULL << eq->log2;
+	eq->ci_batch = size > events ? min(size - events, size / 4) : 1;
 }
 
 static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
@@ -349,8 +383,7 @@ static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 
 	eq->dev = dev;
 	eq->idx = idx;
-	eq->log2 = idx == QRDMA_ASYNC_EQ ? qrdma_async_eq_log2(dev) :
-					   QRDMA_COMP_EQ_LOG2;
+	qrdma_eq_size(dev, eq);
 	eq->ring = dma_alloc_coherent(&dev->pdev->dev,
 				      sizeof(*eq->ring) << eq->log2,
 				      &eq->dma, GFP_KERNEL);
