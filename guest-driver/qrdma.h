@@ -158,8 +158,13 @@ struct qrdma_cq {
 	u32 ci;
 	__le32 *ci_rec;
 	dma_addr_t ci_dma;
-	/* RESIZE_CQ is moving the entries: the poller keeps away. */
+	/*
+	 * RESIZE_CQ is moving the entries: the poller keeps away and finds
+	 * the CQ empty.  Arming meanwhile sets resize_notify, and the
+	 * resize raises the completion event for the entries it moved.
+	 */
 	bool resizing;
+	bool resize_notify;
 	/*
 	 * One RESIZE_CQ at a time: each swaps the ring the others would
 	 * use, and ib_core lets them run at once.  Cleaning waits for it
@@ -376,6 +381,7 @@ int qrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void qrdma_cq_clean(struct qrdma_cq *cq, struct qrdma_qp *qp);
+bool qrdma_cq_has_cqe(struct qrdma_cq *cq);
 void qrdma_wq_reset(struct qrdma_wq *wq);
 
 #endif /* _QRDMA_H_ */

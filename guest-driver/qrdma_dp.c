@@ -486,6 +486,13 @@ static bool qrdma_cqe_valid(struct qrdma_cq *cq, u32 index)
 		QRDMA_CQE_F_PHASE) == phase;
 }
 
+/* Does the ring hold a CQE not polled yet?  Under the CQ's lock. */
+bool qrdma_cq_has_cqe(struct qrdma_cq *cq)
+{
+	lockdep_assert_held(&cq->lock);
+	return qrdma_cqe_valid(cq, cq->ci);
+}
+
 int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct qrdma_dev *dev = to_qdev(ibcq->device);
@@ -536,11 +543,17 @@ int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	      QRDMA_DB_CQ_ARM_SOLICITED : QRDMA_DB_CQ_ARM_NEXT;
 	qrdma_ring_db(dev, QRDMA_DB_CQ_ARM, cq->cqn, arm);
 
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		spin_lock_irqsave(&cq->lock, irqflags);
-		ret = !cq->resizing && qrdma_cqe_valid(cq, cq->ci);
-		spin_unlock_irqrestore(&cq->lock, irqflags);
-	}
+	spin_lock_irqsave(&cq->lock, irqflags);
+	if (cq->resizing)
+		/*
+		 * The device is moving the CQEs not polled to the new ring,
+		 * and arming does not look at CQEs already written: the
+		 * resize raises the event for them when it ends.
+		 */
+		cq->resize_notify = true;
+	else if (flags & IB_CQ_REPORT_MISSED_EVENTS)
+		ret = qrdma_cqe_valid(cq, cq->ci);
+	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;
 }
 

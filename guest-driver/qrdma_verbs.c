@@ -1130,6 +1130,7 @@ static int qrdma_resize_kernel_cq(struct qrdma_dev *dev, struct qrdma_cq *cq,
 	struct qrdma_cq_result result;
 	struct qrdma_page_list pl;
 	unsigned long flags;
+	bool notify;
 	int err;
 
 	params.npages = qrdma_ring_pages(params.log2_entries, QRDMA_CQE_SIZE);
@@ -1159,7 +1160,15 @@ static int qrdma_resize_kernel_cq(struct qrdma_dev *dev, struct qrdma_cq *cq,
 		cq->ibcq.cqe = result.entries;
 	}
 	cq->resizing = false;
+	/*
+	 * A consumer that armed the CQ meanwhile found it empty and waits
+	 * for an event, which the CQEs already written do not raise.
+	 */
+	notify = cq->resize_notify && qrdma_cq_has_cqe(cq);
+	cq->resize_notify = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
+	if (notify && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 
 	/* The old ring on success, the unused new one on failure. */
 	qrdma_kring_free(dev, &ring);

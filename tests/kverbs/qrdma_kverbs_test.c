@@ -5,7 +5,8 @@
  * with more SGEs than the QP's cap: ENOMEM or EINVAL, bad_wr the first WR
  * not posted, the ones before it posted) and ib_drain_qp on a connected
  * RC QP, resizing a kernel SRQ with receives posted, resizing one CQ
- * from two threads at once, and a kernel SRQ's entries coming back when
+ * from two threads at once, an event for the CQEs a resize moves when
+ * the CQ is armed meanwhile, and a kernel SRQ's entries coming back when
  * the receive CQEs of its QP are dropped unpolled.  The QPs talk to
  * themselves over the port's RoCE v2 GID.
  *
@@ -22,6 +23,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
 #include <linux/delay.h>
+#include <linux/kprobes.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/sizes.h>
@@ -683,6 +685,119 @@ static void kv_resize_race(struct kv_ctx *kv)
 	ib_free_cq(cq);
 }
 
+/*
+ * A consumer that arms a CQ while a resize moves its CQEs (ib_cq's poller
+ * does, after a poll that found it empty) must get an event for them, or
+ * be told that it may have missed one: arming does not look at CQEs
+ * already written.  A kprobe on the driver's RESIZE_CQ command arms the
+ * CQ while the resize is under way, with IB_CQ_REPORT_MISSED_EVENTS.
+ */
+static struct {
+	struct ib_cq *cq;
+	atomic_t events;
+	int missed;		/* what the arm during the resize returned */
+	bool armed;
+} kv_rn;
+
+static void kv_rn_comp(struct ib_cq *cq, void *ctx)
+{
+	atomic_inc(&kv_rn.events);
+}
+
+static int kv_rn_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	if (kv_rn.cq && !kv_rn.armed) {
+		kv_rn.armed = true;
+		kv_rn.missed = ib_req_notify_cq(kv_rn.cq, IB_CQ_NEXT_COMP |
+						IB_CQ_REPORT_MISSED_EVENTS);
+	}
+	return 0;
+}
+
+static struct kprobe kv_rn_probe = {
+	.symbol_name = "qrdma_cmd_resize_cq",
+	.pre_handler = kv_rn_pre,
+};
+
+static bool kv_rn_wait_events(int want)
+{
+	int i;
+
+	for (i = 0; i < 200 && atomic_read(&kv_rn.events) < want; i++)
+		msleep(5);
+	return atomic_read(&kv_rn.events) >= want;
+}
+
+static void kv_resize_notify(struct kv_ctx *kv)
+{
+	struct ib_cq_init_attr ca = { .cqe = 16 };
+	struct ib_qp_init_attr ia;
+	const struct ib_send_wr *bad;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	bool got;
+	int err;
+
+	atomic_set(&kv_rn.events, 0);
+	cq = ib_create_cq(kv->dev, kv_rn_comp, NULL, NULL, &ca);
+	if (!tap(!IS_ERR(cq), "resize notify: a kernel CQ with a completion handler"))
+		return;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_recv_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp),
+		 "resize notify: an RC QP on the CQ connects to itself")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		ib_destroy_cq(cq);
+		return;
+	}
+	/* One CQE in the ring, not polled; its event says it is there. */
+	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	kv_write_chain(kv, &wr, &sge, 1);
+	wr.wr.wr_cqe = NULL;
+	wr.wr.wr_id = 0x7e51;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	got = !ib_post_send(qp, &wr.wr, &bad) && kv_rn_wait_events(1);
+	if (!tap(got, "resize notify: the write's CQE raised its event"))
+		goto out;
+
+	kv_rn.armed = false;
+	kv_rn.cq = cq;
+	err = register_kprobe(&kv_rn_probe);
+	if (!tap(!err, "resize notify: a kprobe on qrdma_cmd_resize_cq")) {
+		pr_info("# register_kprobe: %d\n", err);
+		kv_rn.cq = NULL;
+		goto out;
+	}
+	err = ib_resize_cq(cq, 64);
+	unregister_kprobe(&kv_rn_probe);
+	kv_rn.cq = NULL;
+	pr_info("# resize %d, armed during it %d, it returned %d, events %d\n",
+		err, kv_rn.armed, kv_rn.missed, atomic_read(&kv_rn.events));
+	if (!tap(!err && kv_rn.armed,
+		 "resize notify: the CQ resizes, armed while the resize runs"))
+		goto out;
+	tap(kv_rn.missed > 0 || kv_rn_wait_events(2),
+	    "resize notify: arming during the resize reports missed events or the CQE moved raises an event");
+	tap(ib_poll_cq(cq, 1, &wc) == 1 && wc.status == IB_WC_SUCCESS &&
+	    wc.wr_id == 0x7e51,
+	    "resize notify: the moved CQE is polled from the new ring");
+out:
+	ib_destroy_qp(qp);
+	ib_destroy_cq(cq);
+}
+
 static int kv_run(struct ib_device *dev)
 {
 	struct kv_ctx *kv;
@@ -731,6 +846,7 @@ static int kv_run(struct ib_device *dev)
 	kv_drain(kv);
 	kv_srq_resize(kv);
 	kv_resize_race(kv);
+	kv_resize_notify(kv);
 	kv_srq_clean(kv);
 
 	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);
