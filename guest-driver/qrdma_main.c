@@ -860,9 +860,20 @@ static int qrdma_ib_device_add(struct qrdma_dev *dev)
 	if (!dev->ci_pool)
 		return -ENOMEM;
 
+	/* The connection manager's MADs may be needed to reclaim memory. */
+	dev->ah_wq = alloc_ordered_workqueue("qrdma-ah-%s", WQ_MEM_RECLAIM,
+					     pci_name(dev->pdev));
+	dev->ah_post_wq = alloc_workqueue("qrdma-ah-post-%s",
+					  WQ_MEM_RECLAIM | WQ_UNBOUND, 0,
+					  pci_name(dev->pdev));
+	if (!dev->ah_wq || !dev->ah_post_wq) {
+		err = -ENOMEM;
+		goto err_destroy_wqs;
+	}
+
 	err = qrdma_eth_init(dev);
 	if (err)
-		goto err_destroy_pool;
+		goto err_destroy_wqs;
 
 	if (dev->data_path) {
 		err = qrdma_eqs_init(dev);
@@ -888,7 +899,11 @@ err_fini_eqs:
 err_fini_eth:
 	/* May stop an open netdev: no event, the ib_device is not live. */
 	qrdma_eth_fini(dev);
-err_destroy_pool:
+err_destroy_wqs:
+	if (dev->ah_post_wq)
+		destroy_workqueue(dev->ah_post_wq);
+	if (dev->ah_wq)
+		destroy_workqueue(dev->ah_wq);
 	dma_pool_destroy(dev->ci_pool);
 	return err;
 }
@@ -907,6 +922,9 @@ static void qrdma_ib_device_remove(struct qrdma_dev *dev)
 	mutex_unlock(&dev->event_lock);
 	/* Destroys every object, the consumers' and user space's. */
 	ib_unregister_device(&dev->ibdev);
+	/* Idle: each PD waited for the destroys of its AHs. */
+	destroy_workqueue(dev->ah_post_wq);
+	destroy_workqueue(dev->ah_wq);
 	qrdma_eqs_fini(dev);
 	qrdma_eth_fini(dev);
 	dma_pool_destroy(dev->ci_pool);

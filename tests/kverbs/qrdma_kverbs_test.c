@@ -6,8 +6,9 @@
  * not posted, the ones before it posted) and ib_drain_qp on a connected
  * RC QP, resizing a kernel SRQ with receives posted, resizing one CQ
  * from two threads at once, an event for the CQEs a resize moves when
- * the CQ is armed meanwhile, and a kernel SRQ's entries coming back when
- * the receive CQEs of its QP are dropped unpolled.  The QPs talk to
+ * the CQ is armed meanwhile, an AH created and destroyed under a
+ * spinlock while the device is slow, and a kernel SRQ's entries coming
+ * back when the receive CQEs of its QP are dropped unpolled.  The QPs talk to
  * themselves over the port's RoCE v2 GID.
  *
  * The module runs its tests when it finds the device (an ib_client) and
@@ -723,8 +724,8 @@ static bool kv_rn_wait_events(int want)
 {
 	int i;
 
-	for (i = 0; i < 200 && atomic_read(&kv_rn.events) < want; i++)
-		msleep(5);
+	for (i = 0; i < 100 && atomic_read(&kv_rn.events) < want; i++)
+		usleep_range(10000, 20000);
 	return atomic_read(&kv_rn.events) >= want;
 }
 
@@ -798,6 +799,182 @@ out:
 	ib_destroy_cq(cq);
 }
 
+/*
+ * The kernel's CM creates AHs where it cannot sleep (under a spinlock)
+ * and posts its MAD with the AH at once.  A kprobe makes CREATE_AH slow,
+ * as on a busy device: creating the AH under a spinlock must not wait for
+ * it, and a UD send posted with the AH at once must still go out, and
+ * reach its UD QP, once the device has made the AH.
+ */
+#define KV_AH_DELAY_MS 300
+#define KV_QKEY 0x11111111
+static bool kv_ah_slow;
+
+static int kv_ah_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	if (READ_ONCE(kv_ah_slow))
+		mdelay(KV_AH_DELAY_MS);
+	return 0;
+}
+
+static struct kprobe kv_ah_probe = {
+	.symbol_name = "qrdma_cmd_create_ah",
+	.pre_handler = kv_ah_pre,
+};
+
+static int kv_ud_to_rts(struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = KV_PORT,
+		.qkey = KV_QKEY,
+	};
+	int err;
+
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_QKEY);
+	if (err)
+		return err;
+	a.qp_state = IB_QPS_RTR;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE);
+	if (err)
+		return err;
+	a.qp_state = IB_QPS_RTS;
+	a.sq_psn = 0;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN);
+}
+
+/* The AV of the port's own GID and MAC, as kernel users give it. */
+static int kv_self_ah_attr(struct kv_ctx *kv, struct rdma_ah_attr *attr)
+{
+	const struct ib_gid_attr *sgid;
+	struct net_device *ndev;
+	union ib_gid dgid;
+
+	sgid = rdma_get_gid_attr(kv->dev, KV_PORT, gid_index);
+	if (IS_ERR(sgid))
+		return PTR_ERR(sgid);
+	memset(attr, 0, sizeof(*attr));
+	attr->type = rdma_ah_find_type(kv->dev, KV_PORT);
+	rdma_ah_set_port_num(attr, KV_PORT);
+	dgid = sgid->gid;
+	rdma_ah_set_grh(attr, &dgid, 0, gid_index, 64, 0);
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
+	if (!IS_ERR(ndev))
+		ether_addr_copy(attr->roce.dmac, ndev->dev_addr);
+	rcu_read_unlock();
+	rdma_put_gid_attr(sgid);
+	return PTR_ERR_OR_ZERO(ndev);
+}
+
+static void kv_ah_nosleep(struct kv_ctx *kv)
+{
+	struct ib_qp_init_attr ia = {};
+	struct rdma_ah_attr attr;
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *bad;
+	struct ib_recv_wr rwr = {};
+	struct ib_ud_wr wr = {};
+	struct ib_sge sge, rsge;
+	struct ib_wc wc[2];
+	DEFINE_SPINLOCK(lock);
+	unsigned long flags;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_ah *ah;
+	bool sent = false, got = false;
+	u8 *payload = kv->buf, *grh_and_data = kv->buf + 1024;
+	s64 us;
+	int i, n, err;
+
+	cq = ib_alloc_cq(kv->dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (!tap(!IS_ERR(cq), "AH without sleeping: a kernel CQ"))
+		return;
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IB_QPT_UD;
+	ia.sq_sig_type = IB_SIGNAL_ALL_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_recv_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_ud_to_rts(qp) && !kv_self_ah_attr(kv, &attr),
+		 "AH without sleeping: a UD QP in RTS, the port's own address")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		ib_free_cq(cq);
+		return;
+	}
+
+	/* The GRH comes first in a UD receive buffer. */
+	memset(grh_and_data, 0, 40 + 64);
+	rsge = (struct ib_sge) { .addr = kv->dma + 1024, .length = 40 + 64,
+				 .lkey = kv->pd->local_dma_lkey };
+	rwr.wr_id = 0x2ec;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	for (i = 0; i < 64; i++)
+		payload[i] = 0xa5 ^ i;
+	sge = (struct ib_sge) { .addr = kv->dma, .length = 64,
+				.lkey = kv->pd->local_dma_lkey };
+	ib_dma_sync_single_for_device(kv->dev, kv->dma, KV_BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	if (!tap(!ib_post_recv(qp, &rwr, &rbad), "AH without sleeping: a receive posted"))
+		goto out;
+
+	err = register_kprobe(&kv_ah_probe);
+	if (!tap(!err, "AH without sleeping: a kprobe on qrdma_cmd_create_ah")) {
+		pr_info("# register_kprobe: %d\n", err);
+		goto out;
+	}
+	WRITE_ONCE(kv_ah_slow, true);
+	spin_lock_irqsave(&lock, flags);
+	us = ktime_to_us(ktime_get());
+	ah = rdma_create_ah(kv->pd, &attr, 0);
+	us = ktime_to_us(ktime_get()) - us;
+	if (!IS_ERR(ah)) {
+		wr.wr.wr_id = 0x5e4d;
+		wr.wr.sg_list = &sge;
+		wr.wr.num_sge = 1;
+		wr.wr.opcode = IB_WR_SEND;
+		wr.ah = ah;
+		wr.remote_qpn = qp->qp_num;
+		wr.remote_qkey = KV_QKEY;
+		sent = !ib_post_send(qp, &wr.wr, &bad);
+	}
+	spin_unlock_irqrestore(&lock, flags);
+	WRITE_ONCE(kv_ah_slow, false);
+	unregister_kprobe(&kv_ah_probe);
+	pr_info("# rdma_create_ah without sleeping took %lld us (CREATE_AH takes %d ms)\n",
+		us, KV_AH_DELAY_MS);
+	if (!tap(!IS_ERR(ah), "AH without sleeping: created under a spinlock"))
+		goto out;
+	tap(us < KV_AH_DELAY_MS * 1000 / 3,
+	    "AH without sleeping: creating it does not wait for the device");
+	if (tap(sent, "AH without sleeping: a UD send with it posted at once")) {
+		for (n = 0; n < 2 && kv_poll_one(cq, &wc[n]) == 1; n++)
+			;
+		got = n == 2;
+		for (i = 0; i < n; i++) {
+			pr_info("# wr_id %#llx status %d byte_len %u\n",
+				wc[i].wr_id, wc[i].status, wc[i].byte_len);
+			got = got && wc[i].status == IB_WC_SUCCESS;
+		}
+		ib_dma_sync_single_for_cpu(kv->dev, kv->dma, KV_BUF_SIZE,
+					   DMA_BIDIRECTIONAL);
+		got = got && !memcmp(grh_and_data + 40, payload, 64);
+	}
+	tap(got, "AH without sleeping: the send completes and its UD QP receives it");
+	spin_lock_irqsave(&lock, flags);
+	rdma_destroy_ah(ah, 0);
+	spin_unlock_irqrestore(&lock, flags);
+out:
+	ib_destroy_qp(qp);
+	ib_free_cq(cq);
+}
+
 static int kv_run(struct ib_device *dev)
 {
 	struct kv_ctx *kv;
@@ -847,6 +1024,7 @@ static int kv_run(struct ib_device *dev)
 	kv_srq_resize(kv);
 	kv_resize_race(kv);
 	kv_resize_notify(kv);
+	kv_ah_nosleep(kv);
 	kv_srq_clean(kv);
 
 	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);

@@ -126,6 +126,7 @@ static struct kretprobe pt_probe = {
 	.data_size = sizeof(struct pt_call),
 	.maxactive = 16,
 };
+
 static bool pt_probe_registered;
 
 static int pt_shutdown(const char *bdf)
