@@ -353,6 +353,7 @@ static inline u32 qrdma_udata_uctx(struct ib_udata *udata)
 /* qrdma_main.c */
 u16 qrdma_comp_vector_to_eq(struct qrdma_dev *dev, int comp_vector);
 void qrdma_sync_eq(struct qrdma_dev *dev, u16 eq);
+void qrdma_drain_async_eq(struct qrdma_dev *dev);
 void qrdma_port_update(struct qrdma_dev *dev);
 
 /* qrdma_eth.c */

@@ -55,21 +55,31 @@ u16 qrdma_comp_vector_to_eq(struct qrdma_dev *dev, int comp_vector)
 
 /*
  * Wait until no handler of EQ @eq still uses an object it looked up, so
- * that the caller, which has unlisted the object, can free it.  The
- * async EQ is read to its end first: the events the device wrote before
- * the destroy's completion may still wait for their interrupt, and must
- * not outlive the handle they name, which a new object may take.
+ * that the caller, which has unlisted the object, can free it.
  */
 void qrdma_sync_eq(struct qrdma_dev *dev, u16 eq)
 {
 	if (!dev->num_eqs)
 		return;
-	if (eq == QRDMA_ASYNC_EQ) {
-		queue_work(dev->async_wq, &dev->async_work);
+	if (eq == QRDMA_ASYNC_EQ)
 		flush_work(&dev->async_work);
-	} else {
+	else
 		synchronize_irq(pci_irq_vector(dev->pdev, eq));
-	}
+}
+
+/*
+ * Handle the async events the device has written, now.  A destroy calls
+ * it once the device has destroyed the object, before unlisting it: the
+ * events the device raised for the object before that may still wait
+ * for their interrupt, and reach the object's handler now rather than
+ * later, when a new object may have its handle.
+ */
+void qrdma_drain_async_eq(struct qrdma_dev *dev)
+{
+	if (!dev->num_eqs)
+		return;
+	queue_work(dev->async_wq, &dev->async_work);
+	flush_work(&dev->async_work);
 }
 
 static void qrdma_qp_event(struct qrdma_dev *dev, u32 qpn,
@@ -484,10 +494,6 @@ static int qrdma_alloc_vectors(struct qrdma_dev *dev)
 	return 0;
 }
 
-/*
- * The port is ACTIVE while its netdev is up with carrier, as on other
- * RoCE NICs; tell ib_core when that changes.
- */
 /* Tell ib_core the port's state; under event_lock, the device live. */
 static void qrdma_port_event(struct qrdma_dev *dev)
 {
@@ -502,6 +508,10 @@ static void qrdma_port_event(struct qrdma_dev *dev)
 	ib_dispatch_event(&event);
 }
 
+/*
+ * The port is ACTIVE while its netdev is up with carrier, as on other
+ * RoCE NICs; tell ib_core when that changes.
+ */
 void qrdma_port_update(struct qrdma_dev *dev)
 {
 	enum ib_port_state state = IB_PORT_DOWN;

@@ -1276,6 +1276,7 @@ int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 		return err;
 	}
 
+	qrdma_drain_async_eq(dev);
 	xa_erase(&dev->cq_xa, cq->cqn);
 	/* Handlers that looked the CQ up are done with it once these return. */
 	qrdma_sync_eq(dev, cq->eq);
@@ -1898,6 +1899,7 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
 			qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp);
 	}
+	qrdma_drain_async_eq(dev);
 	xa_erase(&dev->qp_xa, qp->qpn);
 	/* Event handlers that looked the QP up are done with it after this. */
 	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
@@ -2188,6 +2190,7 @@ int qrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 			  srq->srqn, err);
 		return err;
 	}
+	qrdma_drain_async_eq(dev);
 	xa_erase(&dev->srq_xa, srq->srqn);
 	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
 	if (!qrdma_kernel_destroy_refused(dev, "DESTROY_SRQ", srq->srqn, err))

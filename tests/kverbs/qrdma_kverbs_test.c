@@ -27,6 +27,7 @@
 #include <linux/kprobes.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
+#include <linux/pci.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
@@ -975,6 +976,186 @@ out:
 	ib_free_cq(cq);
 }
 
+/*
+ * Every CQ may be armed on one completion vector, one event each: its EQ
+ * must hold them all.  eq_cqs CQs on vector 0 are armed and each given a
+ * CQE while the vector's interrupt is disabled, so that the events pile
+ * up in the EQ; once it is enabled again, each CQ must get its event.
+ * Two CQs per RC QP connected to itself: a SEND completes on one and is
+ * received on the other.
+ */
+static int eq_cqs;
+module_param(eq_cqs, int, 0444);
+MODULE_PARM_DESC(eq_cqs, "CQs armed at once on one vector in the EQ test (0: no test)");
+
+static atomic_t kv_eq_events;
+
+static void kv_eq_comp(struct ib_cq *cq, void *ctx)
+{
+	atomic_inc(&kv_eq_events);
+}
+
+static bool kv_eq_qp(struct kv_ctx *kv, struct ib_cq *scq, struct ib_cq *rcq,
+		     struct ib_qp **qpp)
+{
+	struct ib_qp_init_attr ia = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_sge sge = { .addr = kv->dma, .length = 8,
+			      .lkey = kv->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 };
+	const struct ib_recv_wr *bad;
+	struct ib_qp *qp;
+
+	qp = ib_create_qp(kv->pd, &ia);
+	if (IS_ERR(qp))
+		return false;
+	*qpp = qp;
+	return !kv_to_init(qp) && !kv_connect_self(kv, qp) &&
+	       !ib_post_recv(qp, &rwr, &bad);
+}
+
+static void kv_eq_flood(struct kv_ctx *kv)
+{
+	struct ib_cq_init_attr ca = { .cqe = 2, .comp_vector = 0 };
+	struct pci_dev *pdev = to_pci_dev(kv->dev->dev.parent);
+	struct ib_sge sge = { .addr = kv->dma, .length = 8,
+			      .lkey = kv->pd->local_dma_lkey };
+	struct ib_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				 .opcode = IB_WR_SEND,
+				 .send_flags = IB_SEND_SIGNALED };
+	const struct ib_send_wr *bad;
+	int n = eq_cqs & ~1, nq = n / 2, i, polled = 0, ready = 0, irq;
+	struct ib_cq **cqs;
+	struct ib_qp **qps;
+	unsigned long end;
+	struct ib_wc wc;
+	bool ok = true;
+
+	if (!n)
+		return;
+	irq = pci_irq_vector(pdev, 1);
+	cqs = kvcalloc(n, sizeof(*cqs), GFP_KERNEL);
+	qps = kvcalloc(nq, sizeof(*qps), GFP_KERNEL);
+	if (!tap(cqs && qps && irq > 0, "EQ: room for the CQs and QPs, a completion vector"))
+		goto out;
+	for (i = 0; i < n && ok; i++) {
+		cqs[i] = ib_create_cq(kv->dev, kv_eq_comp, NULL, NULL, &ca);
+		ok = !IS_ERR(cqs[i]);
+		if (!ok)
+			cqs[i] = NULL;
+	}
+	for (i = 0; i < nq && ok; i++, ready++)
+		ok = kv_eq_qp(kv, cqs[2 * i], cqs[2 * i + 1], &qps[i]);
+	if (!tap(ok, "EQ: the CQs on vector 0 and an RC QP per two, connected"))
+		goto out;
+
+	atomic_set(&kv_eq_events, 0);
+	for (i = 0; i < n; i++)
+		ib_req_notify_cq(cqs[i], IB_CQ_NEXT_COMP);
+	/* The events stay in the EQ until the interrupt is enabled. */
+	disable_irq(irq);
+	for (i = 0; i < nq && ok; i++)
+		ok = !ib_post_send(qps[i], &wr, &bad);
+	end = jiffies + 120 * HZ;
+	for (i = 0; i < n && ok && time_before(jiffies, end); ) {
+		if (ib_poll_cq(cqs[i], 1, &wc) == 1) {
+			ok = wc.status == IB_WC_SUCCESS;
+			polled++;
+			i++;
+		} else {
+			usleep_range(1000, 2000);
+		}
+	}
+	enable_irq(irq);
+	pr_info("# %d CQEs polled of %d\n", polled, n);
+	if (!tap(ok && polled == n, "EQ: every QP's SEND completes on its two CQs"))
+		goto out;
+	for (i = 0; i < 500 && atomic_read(&kv_eq_events) < n; i++)
+		usleep_range(10000, 20000);
+	pr_info("# %d completion events for %d armed CQs on one vector\n",
+		atomic_read(&kv_eq_events), n);
+	tap(atomic_read(&kv_eq_events) == n,
+	    "EQ: every armed CQ gets its event, with all of them pending on one EQ at once");
+out:
+	for (i = 0; i < ready; i++)
+		if (!IS_ERR_OR_NULL(qps[i]))
+			ib_destroy_qp(qps[i]);
+	for (i = 0; cqs && i < n; i++)
+		if (cqs[i])
+			ib_destroy_cq(cqs[i]);
+	kvfree(qps);
+	kvfree(cqs);
+}
+
+/*
+ * An async event the device wrote before a destroy's completion belongs
+ * to the object destroyed: the destroy must deliver it (or drop it) before
+ * it returns, not leave it for later, when a new object may have the
+ * handle.  With vector 0's interrupt disabled (commands complete all the
+ * same: their waiters poll), a QP on an SRQ moves to ERR, which writes
+ * LAST_WQE_REACHED, and is destroyed; its handler must have the event
+ * when ib_destroy_qp() returns.
+ */
+static atomic_t kv_ev_last_wqe;
+
+static void kv_ev_handler(struct ib_event *event, void *ctx)
+{
+	if (event->event == IB_EVENT_QP_LAST_WQE_REACHED)
+		atomic_inc(&kv_ev_last_wqe);
+}
+
+static void kv_destroy_drains(struct kv_ctx *kv)
+{
+	struct ib_srq_init_attr sia = {
+		.attr = { .max_wr = KV_QP_WR, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct pci_dev *pdev = to_pci_dev(kv->dev->dev.parent);
+	struct ib_qp_attr err_attr = { .qp_state = IB_QPS_ERR };
+	struct ib_qp_init_attr ia = {};
+	struct ib_srq *srq;
+	struct ib_qp *qp;
+	int irq = pci_irq_vector(pdev, 0), before, after, err;
+
+	srq = ib_create_srq(kv->pd, &sia);
+	if (!tap(!IS_ERR(srq) && irq > 0, "destroy drains: a kernel SRQ"))
+		return;
+	ia.send_cq = kv->cq;
+	ia.recv_cq = kv->cq;
+	ia.srq = srq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.event_handler = kv_ev_handler;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp),
+		 "destroy drains: an RC QP on the SRQ in INIT")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		goto out;
+	}
+	atomic_set(&kv_ev_last_wqe, 0);
+	disable_irq(irq);
+	err = ib_modify_qp(qp, &err_attr, IB_QP_STATE);
+	before = atomic_read(&kv_ev_last_wqe);
+	ib_destroy_qp(qp);
+	after = atomic_read(&kv_ev_last_wqe);
+	enable_irq(irq);
+	pr_info("# modify to ERR %d; LAST_WQE_REACHED: %d before the destroy, %d when it returned\n",
+		err, before, after);
+	tap(!err && after == 1,
+	    "destroy drains: the LAST_WQE_REACHED written before the destroy reaches the QP's handler before ib_destroy_qp returns");
+out:
+	ib_destroy_srq(srq);
+}
+
 static int kv_run(struct ib_device *dev)
 {
 	struct kv_ctx *kv;
@@ -1025,6 +1206,8 @@ static int kv_run(struct ib_device *dev)
 	kv_resize_race(kv);
 	kv_resize_notify(kv);
 	kv_ah_nosleep(kv);
+	kv_eq_flood(kv);
+	kv_destroy_drains(kv);
 	kv_srq_clean(kv);
 
 	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);

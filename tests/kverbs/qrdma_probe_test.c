@@ -12,7 +12,8 @@
  *                      fails and the probe must unwind
  *   hold_query_port=1  the next call returns only once the port's netdev
  *                      is up with carrier (at most 10 s), so that the port
- *                      comes up after ib_core read it DOWN
+ *                      comes up after ib_core read it DOWN; the parameter
+ *                      holding is 1 while it waits
  *   shutdown=BDF       calls the PCI shutdown of qrdma's function BDF at
  *                      load, as reboot and kexec do
  *
@@ -43,6 +44,9 @@ static bool hold_query_port;
 module_param(hold_query_port, bool, 0444);
 MODULE_PARM_DESC(hold_query_port, "hold the next qrdma_query_port() until the port's netdev is up");
 static atomic_t hold_armed = ATOMIC_INIT(0);
+static int holding;
+module_param(holding, int, 0444);
+MODULE_PARM_DESC(holding, "1 while a qrdma_query_port() is held, 2 after");
 
 static char *shutdown = "";
 module_param(shutdown, charp, 0444);
@@ -95,11 +99,16 @@ static void pt_hold(struct ib_device *dev)
 		pr_info("hold: the port has no netdev\n");
 		return;
 	}
+	pr_info("hold: %s is %s as ib_core reads the port\n",
+		netdev_name(ndev), netif_running(ndev) ? "up" : "down");
+	/* The test brings the netdev up once it sees this. */
+	WRITE_ONCE(holding, 1);
 	for (ms = 0; ms < PT_HOLD_MS; ms++) {
 		if (netif_running(ndev) && netif_carrier_ok(ndev))
 			break;
 		mdelay(1);
 	}
+	WRITE_ONCE(holding, 2);
 	pr_info("hold: %s is %s after %d ms\n", netdev_name(ndev),
 		ms < PT_HOLD_MS ? "up" : "still down", ms);
 	dev_put(ndev);

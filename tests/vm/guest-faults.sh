@@ -285,11 +285,14 @@ t_port_up_while_registering() {
     probe_start || return 1
     echo "$QRDMA_BDF" >"$PCI_DRV/unbind" || return 1
     insmod "$PROBE_KO" hold_query_port=1 || return 1
+    # Up once ib_core has read the port (DOWN: the netdev is new).
     (
         for _ in $(seq 500); do
-            for d in /sys/bus/pci/devices/"$QRDMA_BDF"/net/*; do
-                [ -e "$d" ] && ip link set "${d##*/}" up && exit 0
-            done
+            if [ "$(cat /sys/module/qrdma_probe_test/parameters/holding)" = 1 ]; then
+                for d in /sys/bus/pci/devices/"$QRDMA_BDF"/net/*; do
+                    [ -e "$d" ] && ip link set "${d##*/}" up && exit 0
+                done
+            fi
             sleep 0.02
         done
         exit 1
@@ -298,6 +301,8 @@ t_port_up_while_registering() {
     echo "$QRDMA_BDF" >"$PCI_DRV/bind" || { echo "bind failed"; rc=1; }
     wait "$up" || { echo "the netdev did not come up"; rc=1; }
     dmesg | grep qrdma-probe-test
+    dmesg | grep -q 'hold: .* is down as ib_core reads the port' || {
+        echo "the port was not read down"; rc=1; }
     wait_for 10 test -d "$QRDMA_SYS" || { echo "no $QRDMA_SYS"; rc=1; }
     rdma link show "$QRDMA_DEV/1"
     # IB_PORT_ACTIVE is 4.
