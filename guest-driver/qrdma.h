@@ -6,6 +6,7 @@
 #define _QRDMA_H_
 
 #include <linux/interrupt.h>
+#include <linux/kref.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/workqueue.h>
@@ -24,10 +25,12 @@
 
 /* The async event queue, on vector 0 with the command completions. */
 #define QRDMA_ASYNC_EQ		0
-#define QRDMA_COMP_EQ_LOG2	12
+/* "qrdma-comp65535@pci:" and a PCI name, with room to spare */
+#define QRDMA_IRQ_NAME_LEN	48
 
 struct qrdma_dev;
 struct qrdma_eth;
+struct qrdma_kah;
 
 struct qrdma_eq {
 	struct qrdma_dev *dev;
@@ -35,7 +38,9 @@ struct qrdma_eq {
 	dma_addr_t dma;
 	u32 log2;
 	u32 ci;				/* entries consumed, free running */
+	u32 ci_batch;			/* entries consumed per EQ_CI write */
 	u16 idx;			/* EQ number, the MSI-X vector */
+	char irq_name[QRDMA_IRQ_NAME_LEN];
 };
 
 /* Counters the driver keeps; the device's come from QUERY_STATS. */
@@ -62,6 +67,7 @@ struct qrdma_dev {
 	struct qrdma_port_info port;
 
 	int num_vectors;
+	char admin_irq_name[QRDMA_IRQ_NAME_LEN];
 	struct qrdma_eq *eqs;		/* num_eqs of them, with the data path */
 	int num_eqs;
 	/*
@@ -83,9 +89,16 @@ struct qrdma_dev {
 	struct mutex event_lock;
 	bool ib_live;
 	enum ib_port_state port_state;	/* last state seen */
+	/* port_state changed before ib_live: ib_core may not know it */
+	bool port_event_pending;
 	bool fatal_reported;
 	/* Reports DEVICE_FATAL for a command timeout, which may not sleep. */
 	struct work_struct fatal_work;
+
+	/* Makes and destroys the device AHs of kernel AHs (qrdma_kah). */
+	struct workqueue_struct *ah_wq;
+	/* Runs the QPs' ah_work: their sends that wait for an AH. */
+	struct workqueue_struct *ah_post_wq;
 
 	/* Consumer index records of kernel CQs. */
 	struct dma_pool *ci_pool;
@@ -114,6 +127,8 @@ struct qrdma_pd {
 	struct ib_pd ibpd;
 	u32 pdn;
 	u32 uctx;
+	/* Device AHs of kernel AHs in the PD, destroyed or not (qrdma_kah) */
+	atomic_t kahs;
 };
 
 struct qrdma_mr {
@@ -152,8 +167,13 @@ struct qrdma_cq {
 	u32 ci;
 	__le32 *ci_rec;
 	dma_addr_t ci_dma;
-	/* RESIZE_CQ is moving the entries: the poller keeps away. */
+	/*
+	 * RESIZE_CQ is moving the entries: the poller keeps away and finds
+	 * the CQ empty.  Arming meanwhile sets resize_notify, and the
+	 * resize raises the completion event for the entries it moved.
+	 */
 	bool resizing;
+	bool resize_notify;
 	/*
 	 * One RESIZE_CQ at a time: each swaps the ring the others would
 	 * use, and ib_core lets them run at once.  Cleaning waits for it
@@ -198,6 +218,17 @@ struct qrdma_wq {
 	u32 next_log2;
 };
 
+/*
+ * A UD send WQE of a kernel QP, written to the ring, that names an AH the
+ * device has not made yet: the QP's doorbell stays before it until the
+ * QP's ah_work has written the AH's handle into it.
+ */
+struct qrdma_ah_wait {
+	struct list_head list;
+	struct qrdma_kah *kah;
+	u32 index;			/* the WQE's, free running */
+};
+
 struct qrdma_qp {
 	struct ib_qp ibqp;
 	u32 qpn;
@@ -208,6 +239,11 @@ struct qrdma_qp {
 	bool sq_sig_all;
 	u32 max_inline_data;
 	struct qrdma_wq sq;
+	/* Kernel QPs, under sq.lock: the SQ index the device was given */
+	u32 sq_db;
+	/* ...and the WQEs from there on waiting for their AH, in order */
+	struct list_head ah_waits;
+	struct work_struct ah_work;
 	struct qrdma_wq rq;		/* unused with an SRQ */
 	struct ib_umem *sq_umem;
 	struct ib_umem *rq_umem;
@@ -223,10 +259,33 @@ struct qrdma_srq {
 	struct mutex resize_lock;
 };
 
+/*
+ * The device's AH of a kernel AH.  The kernel's CM creates and destroys
+ * AHs where it cannot sleep, while a command means waiting for the
+ * device: the commands of kernel AHs are not waited for there.  Those
+ * created so are made by a work item (dev->ah_wq), and a UD send that
+ * names one in the meantime waits in its ring (struct qrdma_ah_wait);
+ * all are destroyed by a work item, once nothing names them.
+ */
+struct qrdma_kah {
+	/* The ib_ah's, the make work's, and each waiting WQE's */
+	struct kref ref;
+	struct qrdma_dev *dev;
+	struct qrdma_pd *pd;
+	struct qrdma_av_params av;
+	struct work_struct make_work;
+	struct work_struct destroy_work;
+	struct completion made;
+	/* Once made: the device's handle, QRDMA_HANDLE_NONE if it failed */
+	u32 handle;
+	int err;
+};
+
 struct qrdma_ah {
 	struct ib_ah ibah;
-	u32 handle;
+	u32 handle;			/* user AHs */
 	u32 uctx;
+	struct qrdma_kah *kah;		/* kernel AHs */
 };
 
 static inline struct qrdma_dev *to_qdev(struct ib_device *ibdev)
@@ -294,6 +353,7 @@ static inline u32 qrdma_udata_uctx(struct ib_udata *udata)
 /* qrdma_main.c */
 u16 qrdma_comp_vector_to_eq(struct qrdma_dev *dev, int comp_vector);
 void qrdma_sync_eq(struct qrdma_dev *dev, u16 eq);
+void qrdma_drain_async_eq(struct qrdma_dev *dev);
 void qrdma_port_update(struct qrdma_dev *dev);
 
 /* qrdma_eth.c */
@@ -370,6 +430,10 @@ int qrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void qrdma_cq_clean(struct qrdma_cq *cq, struct qrdma_qp *qp);
+bool qrdma_cq_has_cqe(struct qrdma_cq *cq);
 void qrdma_wq_reset(struct qrdma_wq *wq);
+void qrdma_qp_ah_work(struct work_struct *work);
+void qrdma_qp_drop_ah_waits(struct qrdma_qp *qp);
+void qrdma_kah_put(struct qrdma_kah *kah);
 
 #endif /* _QRDMA_H_ */

@@ -17,18 +17,14 @@ static void qrdma_cmd_init(struct qrdma_cmd *cmd, u8 opcode, u32 uctx)
 	cmd->hdr.uctx = cpu_to_le32(uctx);
 }
 
-static int qrdma_cmd_exec_how(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
-			      struct qrdma_cmpl *cmpl, void *resp,
-			      u32 resp_len, bool can_sleep)
+static int qrdma_cmd_exec(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
+			  struct qrdma_cmpl *cmpl, void *resp, u32 resp_len)
 {
 	u8 opcode = cmd->hdr.opcode;
 	int err;
 
 	memset(cmpl, 0, sizeof(*cmpl));
-	if (can_sleep)
-		err = qrdma_cmdq_exec(cmdq, cmd, cmpl, resp, resp_len);
-	else
-		err = qrdma_cmdq_exec_atomic(cmdq, cmd, cmpl);
+	err = qrdma_cmdq_exec(cmdq, cmd, cmpl, resp, resp_len);
 	/*
 	 * A failing status is most often the answer to what a consumer
 	 * asked for (a busy CQ, a bad attribute): not a device failure.
@@ -38,12 +34,6 @@ static int qrdma_cmd_exec_how(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 			qrdma_cmd_name(opcode), le32_to_cpu(cmd->hdr.uctx),
 			cmpl->status, err);
 	return err;
-}
-
-static int qrdma_cmd_exec(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
-			  struct qrdma_cmpl *cmpl, void *resp, u32 resp_len)
-{
-	return qrdma_cmd_exec_how(cmdq, cmd, cmpl, resp, resp_len, true);
 }
 
 /* The commands that only name a resource by its handle. */
@@ -623,8 +613,7 @@ int qrdma_cmd_destroy_srq(struct qrdma_cmdq *cmdq, u32 uctx, u32 srqn)
 }
 
 int qrdma_cmd_create_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd,
-			const struct qrdma_av_params *av, u32 *ah,
-			bool can_sleep)
+			const struct qrdma_av_params *av, u32 *ah)
 {
 	struct qrdma_cmpl cmpl;
 	struct qrdma_cmd cmd;
@@ -633,7 +622,7 @@ int qrdma_cmd_create_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd,
 	qrdma_cmd_init(&cmd, QRDMA_CMD_CREATE_AH, uctx);
 	cmd.create_ah.pd = cpu_to_le32(pd);
 	qrdma_av_to_wire(&cmd.create_ah.av, av);
-	err = qrdma_cmd_exec_how(cmdq, &cmd, &cmpl, NULL, 0, can_sleep);
+	err = qrdma_cmd_exec(cmdq, &cmd, &cmpl, NULL, 0);
 	if (err)
 		return err;
 
@@ -641,15 +630,9 @@ int qrdma_cmd_create_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd,
 	return 0;
 }
 
-int qrdma_cmd_destroy_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 ah,
-			 bool can_sleep)
+int qrdma_cmd_destroy_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 ah)
 {
-	struct qrdma_cmpl cmpl;
-	struct qrdma_cmd cmd;
-
-	qrdma_cmd_init(&cmd, QRDMA_CMD_DESTROY_AH, uctx);
-	cmd.destroy.handle = cpu_to_le32(ah);
-	return qrdma_cmd_exec_how(cmdq, &cmd, &cmpl, NULL, 0, can_sleep);
+	return qrdma_cmd_destroy(cmdq, QRDMA_CMD_DESTROY_AH, uctx, ah);
 }
 
 static int qrdma_cmd_mcast(struct qrdma_cmdq *cmdq, u8 opcode, u32 uctx,

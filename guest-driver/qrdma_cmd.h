@@ -310,12 +310,9 @@ int qrdma_cmd_modify_srq(struct qrdma_cmdq *cmdq,
 int qrdma_cmd_query_srq(struct qrdma_cmdq *cmdq, u32 uctx, u32 srqn,
 			struct qrdma_srq_result *result);
 int qrdma_cmd_destroy_srq(struct qrdma_cmdq *cmdq, u32 uctx, u32 srqn);
-/* Address handles, also for callers that cannot sleep (!can_sleep). */
 int qrdma_cmd_create_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 pd,
-			const struct qrdma_av_params *av, u32 *ah,
-			bool can_sleep);
-int qrdma_cmd_destroy_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 ah,
-			 bool can_sleep);
+			const struct qrdma_av_params *av, u32 *ah);
+int qrdma_cmd_destroy_ah(struct qrdma_cmdq *cmdq, u32 uctx, u32 ah);
 int qrdma_cmd_attach_mcast(struct qrdma_cmdq *cmdq, u32 uctx, u32 qpn,
 			   const u8 *gid);
 int qrdma_cmd_detach_mcast(struct qrdma_cmdq *cmdq, u32 uctx, u32 qpn,

@@ -15,20 +15,16 @@
  * interrupt does not come, by the waiters themselves.
  */
 
-#include <linux/delay.h>
 #include <linux/device.h>
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
 #include <linux/jiffies.h>
-#include <linux/ktime.h>
 #include <linux/slab.h>
 
 #include "qrdma_cmdq.h"
 
 /* How often a waiter looks at the completion ring itself. */
 #define QRDMA_CMDQ_POLL_MS	5
-/* How long a caller that cannot sleep spins for its completion. */
-#define QRDMA_CMDQ_ATOMIC_MS	1000
 
 static const int qrdma_status_errno[] = {
 	[QRDMA_STATUS_OK] = 0,
@@ -160,18 +156,6 @@ static void qrdma_cmdq_put_ctx_locked(struct qrdma_cmdq *cmdq,
 	up(&cmdq->avail);
 }
 
-/* Hand @ctx its completion, or free it if nobody waits any more. */
-static void qrdma_cmdq_complete_locked(struct qrdma_cmdq *cmdq,
-				       struct qrdma_cmdq_ctx *ctx)
-{
-	if (ctx->abandoned) {
-		ctx->abandoned = false;
-		qrdma_cmdq_put_ctx_locked(cmdq, ctx);
-		return;
-	}
-	complete(&ctx->done);
-}
-
 static bool qrdma_cmdq_disable_locked(struct qrdma_cmdq *cmdq)
 {
 	u32 mask = cmdq->depth - 1;
@@ -194,7 +178,7 @@ static bool qrdma_cmdq_disable_locked(struct qrdma_cmdq *cmdq)
 
 		cmdq->slot_ctx[slot] = NULL;
 		ctx->aborted = true;
-		qrdma_cmdq_complete_locked(cmdq, ctx);
+		complete(&ctx->done);
 	}
 	return true;
 }
@@ -254,7 +238,7 @@ void qrdma_cmdq_process(struct qrdma_cmdq *cmdq)
 		cmdq->slot_ctx[slot] = NULL;
 		cmdq->ci++;
 		memcpy(&ctx->cmpl, cmpl, sizeof(ctx->cmpl));
-		qrdma_cmdq_complete_locked(cmdq, ctx);
+		complete(&ctx->done);
 	}
 	spin_unlock_irqrestore(&cmdq->lock, flags);
 }
@@ -423,64 +407,4 @@ int qrdma_cmdq_exec(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 	}
 	return qrdma_cmdq_finish(cmdq, ctx, opcode, cmpl, resp, resp_len,
 				 -ENODEV);
-}
-
-/**
- * qrdma_cmdq_exec_atomic - execute one command without sleeping
- * @cmdq: the queue
- * @cmd: as for qrdma_cmdq_exec()
- * @cmpl: as for qrdma_cmdq_exec()
- *
- * For the few verbs the core calls where it cannot sleep (address handles
- * of the kernel's connection manager): busy-polls the completion ring.
- * Commands take the device microseconds, so the wait is short.  A caller
- * that cannot sleep cannot wait as long as the device may take either:
- * after QRDMA_CMDQ_ATOMIC_MS it gets -ETIMEDOUT and the command is left
- * to complete on its own.  Whether the device has stopped answering is
- * for the sleeping commands to find out, within the full timeout.
- */
-int qrdma_cmdq_exec_atomic(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
-			   struct qrdma_cmpl *cmpl)
-{
-	u64 deadline = ktime_get_ns() + QRDMA_CMDQ_ATOMIC_MS * NSEC_PER_MSEC;
-	struct qrdma_cmdq_ctx *ctx;
-	u8 opcode = cmd->hdr.opcode;
-	unsigned long flags;
-	bool abandoned;
-	u16 cmd_id;
-
-	while (down_trylock(&cmdq->avail)) {
-		if (ktime_get_ns() > deadline)
-			return -EBUSY;
-		udelay(1);
-	}
-	ctx = qrdma_cmdq_submit(cmdq, cmd, NULL, 0);
-	if (!ctx) {
-		up(&cmdq->avail);
-		return -ENODEV;
-	}
-	cmd_id = ctx->cmd_id;
-
-	for (;;) {
-		qrdma_cmdq_process(cmdq);
-		if (completion_done(&ctx->done))
-			break;
-		if (ktime_get_ns() > deadline) {
-			spin_lock_irqsave(&cmdq->lock, flags);
-			/* Unless it completed meanwhile, reaping frees it. */
-			abandoned = !completion_done(&ctx->done);
-			ctx->abandoned = abandoned;
-			spin_unlock_irqrestore(&cmdq->lock, flags);
-			if (!abandoned)
-				break;
-			atomic64_inc(&cmdq->stats.timeouts);
-			dev_err_ratelimited(cmdq->dmadev,
-					    "command %#x (id %u) got no completion in %u ms; not waiting longer in atomic context\n",
-					    opcode, cmd_id,
-					    QRDMA_CMDQ_ATOMIC_MS);
-			return -ETIMEDOUT;
-		}
-		udelay(1);
-	}
-	return qrdma_cmdq_finish(cmdq, ctx, opcode, cmpl, NULL, 0, -ENODEV);
 }

@@ -31,8 +31,6 @@ struct qrdma_cmdq_ctx {
 	u16 next_free;
 	/* Under the queue's lock: completed by the reset, not the device */
 	bool aborted;
-	/* Under the queue's lock: its waiter gave up, reaping frees it */
-	bool abandoned;
 };
 
 struct qrdma_cmdq_stats {
@@ -86,8 +84,6 @@ int qrdma_cmdq_init(struct qrdma_cmdq *cmdq, struct device *dmadev,
 void qrdma_cmdq_destroy(struct qrdma_cmdq *cmdq);
 int qrdma_cmdq_exec(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
 		    struct qrdma_cmpl *cmpl, void *resp, u32 resp_len);
-int qrdma_cmdq_exec_atomic(struct qrdma_cmdq *cmdq, struct qrdma_cmd *cmd,
-			   struct qrdma_cmpl *cmpl);
 void qrdma_cmdq_process(struct qrdma_cmdq *cmdq);
 bool qrdma_cmdq_disable(struct qrdma_cmdq *cmdq);
 bool qrdma_cmdq_running(struct qrdma_cmdq *cmdq);

@@ -111,6 +111,16 @@ static int qrdma_build_inline(struct qrdma_qp *qp, const struct ib_send_wr *wr,
 	return 0;
 }
 
+/* The handle a UD WQE names for @ah: its own, or its device AH's. */
+static u32 qrdma_ah_handle(struct qrdma_ah *ah)
+{
+	if (!ah->kah)
+		return ah->handle;
+	/* Ordered after complete_all(), which follows the write. */
+	return completion_done(&ah->kah->made) ? ah->kah->handle :
+						 QRDMA_HANDLE_NONE;
+}
+
 static int qrdma_build_send_wqe(struct qrdma_qp *qp,
 				const struct ib_send_wr *wr,
 				struct qrdma_sq_wqe *wqe, u32 index, bool signaled)
@@ -187,7 +197,7 @@ static int qrdma_build_send_wqe(struct qrdma_qp *qp,
 	}
 
 	if (ud) {
-		wqe->ud.ah = cpu_to_le32(to_qah(ud_wr(wr)->ah)->handle);
+		wqe->ud.ah = cpu_to_le32(qrdma_ah_handle(to_qah(ud_wr(wr)->ah)));
 		wqe->ud.remote_qpn = cpu_to_le32(ud_wr(wr)->remote_qpn);
 		wqe->ud.remote_qkey = cpu_to_le32(ud_wr(wr)->remote_qkey);
 	}
@@ -204,12 +214,111 @@ static int qrdma_build_send_wqe(struct qrdma_qp *qp,
 	return 0;
 }
 
+/*
+ * Give the device the SQ's WQEs up to the first that waits for its AH.
+ * Under the SQ's lock.
+ */
+static void qrdma_sq_doorbell(struct qrdma_dev *dev, struct qrdma_qp *qp)
+{
+	struct qrdma_ah_wait *w;
+	u32 db;
+
+	w = list_first_entry_or_null(&qp->ah_waits, struct qrdma_ah_wait,
+				     list);
+	db = w ? w->index : qp->sq.pi;
+	if (db != qp->sq_db) {
+		qp->sq_db = db;
+		qrdma_ring_db(dev, QRDMA_DB_SQ, qp->qpn, db);
+	}
+}
+
+/*
+ * The WQE at @index names @ah: if the device has not made the AH yet, the
+ * WQE waits for it, and so, behind the doorbell, do those after it.
+ * Under the SQ's lock.
+ */
+static int qrdma_sq_wait_ah(struct qrdma_dev *dev, struct qrdma_qp *qp,
+			    struct qrdma_ah *ah, struct qrdma_sq_wqe *wqe,
+			    u32 index)
+{
+	struct qrdma_ah_wait *w;
+
+	if (!ah->kah || completion_done(&ah->kah->made)) {
+		/* Maybe made since the WQE was built: its handle now. */
+		wqe->ud.ah = cpu_to_le32(qrdma_ah_handle(ah));
+		return 0;
+	}
+	w = kmalloc(sizeof(*w), GFP_ATOMIC);
+	if (!w)
+		return -ENOMEM;
+	kref_get(&ah->kah->ref);
+	w->kah = ah->kah;
+	w->index = index;
+	if (list_empty(&qp->ah_waits))
+		queue_work(dev->ah_post_wq, &qp->ah_work);
+	list_add_tail(&w->list, &qp->ah_waits);
+	return 0;
+}
+
+/*
+ * Write the handles of the AHs the device made into the WQEs that wait
+ * for them, and ring the doorbell for them, in order.
+ */
+void qrdma_qp_ah_work(struct work_struct *work)
+{
+	struct qrdma_qp *qp = container_of(work, struct qrdma_qp, ah_work);
+	struct qrdma_dev *dev = to_qdev(qp->ibqp.device);
+	struct qrdma_wq *wq = &qp->sq;
+	struct qrdma_sq_wqe *wqe;
+	struct qrdma_ah_wait *w;
+	unsigned long flags;
+
+	for (;;) {
+		spin_lock_irqsave(&wq->lock, flags);
+		w = list_first_entry_or_null(&qp->ah_waits,
+					     struct qrdma_ah_wait, list);
+		spin_unlock_irqrestore(&wq->lock, flags);
+		if (!w)
+			return;
+		/* At the latest when CREATE_AH times out. */
+		wait_for_completion(&w->kah->made);
+
+		spin_lock_irqsave(&wq->lock, flags);
+		wqe = qrdma_wq_entry(wq, w->index, QRDMA_SQ_WQE_SIZE);
+		wqe->ud.ah = cpu_to_le32(w->kah->handle);
+		list_del(&w->list);
+		qrdma_sq_doorbell(dev, qp);
+		spin_unlock_irqrestore(&wq->lock, flags);
+		qrdma_kah_put(w->kah);
+		kfree(w);
+	}
+}
+
+/* Forget the sends that wait for an AH: the QP is reset or destroyed. */
+void qrdma_qp_drop_ah_waits(struct qrdma_qp *qp)
+{
+	struct qrdma_ah_wait *w, *next;
+	unsigned long flags;
+	LIST_HEAD(waits);
+
+	cancel_work_sync(&qp->ah_work);
+	spin_lock_irqsave(&qp->sq.lock, flags);
+	list_splice_init(&qp->ah_waits, &waits);
+	spin_unlock_irqrestore(&qp->sq.lock, flags);
+	list_for_each_entry_safe(w, next, &waits, list) {
+		qrdma_kah_put(w->kah);
+		kfree(w);
+	}
+}
+
 int qrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct qrdma_dev *dev = to_qdev(ibqp->device);
 	struct qrdma_qp *qp = to_qqp(ibqp);
+	bool ud = ibqp->qp_type == IB_QPT_UD || ibqp->qp_type == IB_QPT_GSI;
 	struct qrdma_wq *wq = &qp->sq;
+	struct qrdma_sq_wqe *wqe;
 	unsigned long flags;
 	int err = 0;
 	u32 pi;
@@ -234,10 +343,11 @@ int qrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			err = -EINVAL;
 			break;
 		}
-		err = qrdma_build_send_wqe(qp, wr,
-					   qrdma_wq_entry(wq, pi,
-							  QRDMA_SQ_WQE_SIZE),
-					   pi, signaled);
+		wqe = qrdma_wq_entry(wq, pi, QRDMA_SQ_WQE_SIZE);
+		err = qrdma_build_send_wqe(qp, wr, wqe, pi, signaled);
+		if (!err && ud)
+			err = qrdma_sq_wait_ah(dev, qp, to_qah(ud_wr(wr)->ah),
+					       wqe, pi);
 		if (err)
 			break;
 		wq->wr_ids[pi & ((1U << wq->log2) - 1)] = wr->wr_id;
@@ -246,7 +356,7 @@ int qrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (pi != wq->pi) {
 		/* The poller reads wr_ids below pi. */
 		smp_store_release(&wq->pi, pi);
-		qrdma_ring_db(dev, QRDMA_DB_SQ, qp->qpn, pi);
+		qrdma_sq_doorbell(dev, qp);
 	}
 	spin_unlock_irqrestore(&wq->lock, flags);
 
@@ -486,6 +596,13 @@ static bool qrdma_cqe_valid(struct qrdma_cq *cq, u32 index)
 		QRDMA_CQE_F_PHASE) == phase;
 }
 
+/* Does the ring hold a CQE not polled yet?  Under the CQ's lock. */
+bool qrdma_cq_has_cqe(struct qrdma_cq *cq)
+{
+	lockdep_assert_held(&cq->lock);
+	return qrdma_cqe_valid(cq, cq->ci);
+}
+
 int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct qrdma_dev *dev = to_qdev(ibcq->device);
@@ -536,11 +653,17 @@ int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	      QRDMA_DB_CQ_ARM_SOLICITED : QRDMA_DB_CQ_ARM_NEXT;
 	qrdma_ring_db(dev, QRDMA_DB_CQ_ARM, cq->cqn, arm);
 
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		spin_lock_irqsave(&cq->lock, irqflags);
-		ret = !cq->resizing && qrdma_cqe_valid(cq, cq->ci);
-		spin_unlock_irqrestore(&cq->lock, irqflags);
-	}
+	spin_lock_irqsave(&cq->lock, irqflags);
+	if (cq->resizing)
+		/*
+		 * The device is moving the CQEs not polled to the new ring,
+		 * and arming does not look at CQEs already written: the
+		 * resize raises the event for them when it ends.
+		 */
+		cq->resize_notify = true;
+	else if (flags & IB_CQ_REPORT_MISSED_EVENTS)
+		ret = qrdma_cqe_valid(cq, cq->ci);
+	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;
 }
 

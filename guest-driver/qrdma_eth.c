@@ -420,8 +420,12 @@ static int qrdma_eth_stop(struct net_device *netdev)
 	struct qrdma_eth *eth = netdev_priv(netdev);
 
 	netif_tx_disable(netdev);
-	/* The device stops both rings and forgets what it had not done. */
+	/*
+	 * The device stops both rings and forgets what it had not done;
+	 * the read flushes the posted write before the rings are freed.
+	 */
 	writel(0, eth->regs + QRDMA_REG_ETH_CTRL);
+	readl(eth->regs + QRDMA_REG_ETH_CTRL);
 	napi_disable(&eth->napi);
 	qrdma_eth_free_rings(eth);
 	qrdma_port_update(eth->dev);

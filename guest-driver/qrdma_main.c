@@ -67,6 +67,21 @@ void qrdma_sync_eq(struct qrdma_dev *dev, u16 eq)
 		synchronize_irq(pci_irq_vector(dev->pdev, eq));
 }
 
+/*
+ * Handle the async events the device has written, now.  A destroy calls
+ * it once the device has destroyed the object, before unlisting it: the
+ * events the device raised for the object before that may still wait
+ * for their interrupt, and reach the object's handler now rather than
+ * later, when a new object may have its handle.
+ */
+void qrdma_drain_async_eq(struct qrdma_dev *dev)
+{
+	if (!dev->num_eqs)
+		return;
+	queue_work(dev->async_wq, &dev->async_work);
+	flush_work(&dev->async_work);
+}
+
 static void qrdma_qp_event(struct qrdma_dev *dev, u32 qpn,
 			   enum ib_event_type type)
 {
@@ -251,7 +266,6 @@ static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 	void __iomem *ci_reg = eq->dev->regs + QRDMA_REG_EQ(eq->idx) +
 			       QRDMA_REG_EQ_CI;
 	u32 mask = (1U << eq->log2) - 1;
-	u32 quarter = 1U << (eq->log2 - 2);
 	u32 done = 0;
 
 	for (;;) {
@@ -266,9 +280,10 @@ static void qrdma_eq_process(struct qrdma_eq *eq, bool async)
 		eq->ci++;
 		/*
 		 * The device drops what finds the EQ full: during a long
-		 * run, give it back what is done every quarter ring.
+		 * run, give it back what is done as often as its size
+		 * needs (qrdma_eq_size()).
 		 */
-		if (++done == quarter) {
+		if (++done == eq->ci_batch) {
 			writel(eq->ci, ci_reg);
 			done = 0;
 		}
@@ -305,7 +320,12 @@ static irqreturn_t qrdma_comp_irq(int irq, void *data)
 
 static void qrdma_eq_disable(struct qrdma_dev *dev, struct qrdma_eq *eq)
 {
-	writel(0, dev->regs + QRDMA_REG_EQ(eq->idx) + QRDMA_REG_EQ_CTRL);
+	void __iomem *ctrl = dev->regs + QRDMA_REG_EQ(eq->idx) +
+			     QRDMA_REG_EQ_CTRL;
+
+	writel(0, ctrl);
+	/* Flush the posted write: the device writes the ring no more. */
+	readl(ctrl);
 }
 
 static void qrdma_eqs_free(struct qrdma_dev *dev, int count)
@@ -329,17 +349,41 @@ static void qrdma_eqs_free(struct qrdma_dev *dev, int count)
 /*
  * The device drops an event that finds its EQ full, and nothing tells of
  * it afterwards: a lost LAST_WQE_REACHED leaves ib_drain_qp() waiting on
- * an SRQ QP.  The async EQ holds every event that can be pending at once:
+ * an SRQ QP, a lost completion event a ULP waiting on its CQ.  Each EQ
+ * holds every event that can be pending on it at once.  On the async EQ:
  * a QP raises at most COMM_EST, one error and LAST_WQE_REACHED before a
  * command moves it again, a CQ one CQ_ERR, an SRQ one armed limit; the
- * port and fatal events come one at a time.
+ * port and fatal events come one at a time.  On a completion EQ: one
+ * event per arming of a CQ, and every CQ may be on the same EQ.
  */
-static u32 qrdma_async_eq_log2(struct qrdma_dev *dev)
+static u64 qrdma_eq_max_events(struct qrdma_dev *dev, u16 idx)
 {
-	u64 events = 3ULL * dev->attr.max_qp + dev->attr.max_cq +
-		     dev->attr.max_srq + 16;
+	u64 events = 0;
 
-	return clamp_t(u32, order_base_2(events), 8, QRDMA_EQ_LOG2_MAX);
+	if (idx == QRDMA_ASYNC_EQ)
+		events = 3ULL * dev->attr.max_qp + dev->attr.max_cq +
+			 dev->attr.max_srq + 16;
+	if (idx != QRDMA_ASYNC_EQ || dev->num_vectors < 2)
+		events += dev->attr.max_cq;
+	return events;
+}
+
+/*
+ * The EQ's size, and how many entries its reader consumes before it gives
+ * them back (writes EQ_CI): the entries consumed and not given back count
+ * as used, so the ring holds the events that may be pending and those.
+ * A ring of the largest size that cannot gives back every entry.
+ */
+static void qrdma_eq_size(struct qrdma_dev *dev, struct qrdma_eq *eq)
+{
+	u64 events = qrdma_eq_max_events(dev, eq->idx);
+	u64 size;
+
+	/* A quarter of the ring given back at a time: 4/3 of the events. */
+	eq->log2 = clamp_t(u32, order_base_2(DIV_ROUND_UP(events * 4, 3)), 8,
+			   QRDMA_EQ_LOG2_MAX);
+	size = 1ULL << eq->log2;
+	eq->ci_batch = size > events ? min(size - events, size / 4) : 1;
 }
 
 static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
@@ -349,8 +393,7 @@ static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 
 	eq->dev = dev;
 	eq->idx = idx;
-	eq->log2 = idx == QRDMA_ASYNC_EQ ? qrdma_async_eq_log2(dev) :
-					   QRDMA_COMP_EQ_LOG2;
+	qrdma_eq_size(dev, eq);
 	eq->ring = dma_alloc_coherent(&dev->pdev->dev,
 				      sizeof(*eq->ring) << eq->log2,
 				      &eq->dma, GFP_KERNEL);
@@ -358,9 +401,11 @@ static int qrdma_eq_init(struct qrdma_dev *dev, struct qrdma_eq *eq, u16 idx)
 		return -ENOMEM;
 
 	if (idx != QRDMA_ASYNC_EQ) {
+		snprintf(eq->irq_name, sizeof(eq->irq_name),
+			 DRV_MODULE_NAME "-comp%u@pci:%s", idx,
+			 pci_name(dev->pdev));
 		err = request_irq(pci_irq_vector(dev->pdev, idx),
-				  qrdma_comp_irq, 0, DRV_MODULE_NAME "-comp",
-				  eq);
+				  qrdma_comp_irq, 0, eq->irq_name, eq);
 		if (err)
 			goto err_free_ring;
 	}
@@ -449,16 +494,26 @@ static int qrdma_alloc_vectors(struct qrdma_dev *dev)
 	return 0;
 }
 
+/* Tell ib_core the port's state; under event_lock, the device live. */
+static void qrdma_port_event(struct qrdma_dev *dev)
+{
+	struct ib_event event = {
+		.device = &dev->ibdev,
+		.element.port_num = QRDMA_PORT,
+	};
+
+	lockdep_assert_held(&dev->event_lock);
+	event.event = dev->port_state == IB_PORT_ACTIVE ?
+		      IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&event);
+}
+
 /*
  * The port is ACTIVE while its netdev is up with carrier, as on other
  * RoCE NICs; tell ib_core when that changes.
  */
 void qrdma_port_update(struct qrdma_dev *dev)
 {
-	struct ib_event event = {
-		.device = &dev->ibdev,
-		.element.port_num = QRDMA_PORT,
-	};
 	enum ib_port_state state = IB_PORT_DOWN;
 	struct net_device *netdev = dev->netdev;
 
@@ -468,11 +523,27 @@ void qrdma_port_update(struct qrdma_dev *dev)
 	mutex_lock(&dev->event_lock);
 	if (dev->port_state != state) {
 		dev->port_state = state;
-		event.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
-							IB_EVENT_PORT_ERR;
-		/* Before registration ib_core reads the port itself. */
+		/*
+		 * ib_core reads the port while it registers the device,
+		 * maybe before this change: it hears of it once the
+		 * ib_device is live (qrdma_ib_set_live()).
+		 */
 		if (dev->ib_live)
-			ib_dispatch_event(&event);
+			qrdma_port_event(dev);
+		else
+			dev->port_event_pending = true;
+	}
+	mutex_unlock(&dev->event_lock);
+}
+
+/* Events reach ib_core from now on, starting with what it missed. */
+static void qrdma_ib_set_live(struct qrdma_dev *dev)
+{
+	mutex_lock(&dev->event_lock);
+	dev->ib_live = true;
+	if (dev->port_event_pending) {
+		dev->port_event_pending = false;
+		qrdma_port_event(dev);
 	}
 	mutex_unlock(&dev->event_lock);
 }
@@ -573,7 +644,15 @@ static int qrdma_ib_register(struct qrdma_dev *dev)
 	if (err)
 		return err;
 
-	return ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);
+	err = ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);
+	if (err)
+		/*
+		 * The port holds a reference on the netdev until the
+		 * ib_device is freed, which is after the netdev is
+		 * unregistered: unregister_netdev() would wait for ever.
+		 */
+		ib_device_set_netdev(ibdev, NULL, QRDMA_PORT);
+	return err;
 }
 
 static int qrdma_check_device(struct qrdma_dev *dev)
@@ -640,6 +719,12 @@ static struct qrdma_dev *qrdma_probe_device(struct pci_dev *pdev)
 		dev_err(&pdev->dev, "cannot set the DMA mask: %d\n", err);
 		goto err_disable_device;
 	}
+	/*
+	 * MR page lists take pages of any size the device supports, and
+	 * ib_umem builds them from the DMA segments: do not cut those at
+	 * the default 64 KiB.
+	 */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 
 	err = pci_request_selected_regions(pdev,
 					   BIT(QRDMA_REG_BAR) | BIT(QRDMA_DB_BAR),
@@ -703,8 +788,10 @@ static struct qrdma_dev *qrdma_probe_device(struct pci_dev *pdev)
 	dev->cmdq.dead = qrdma_cmdq_dead;
 
 	/* The handler reaps the command queue: it exists from now on. */
+	snprintf(dev->admin_irq_name, sizeof(dev->admin_irq_name),
+		 DRV_MODULE_NAME "-admin@pci:%s", pci_name(pdev));
 	err = request_irq(pci_irq_vector(pdev, 0), qrdma_admin_irq, 0,
-			  DRV_MODULE_NAME "-admin", dev);
+			  dev->admin_irq_name, dev);
 	if (err)
 		goto err_destroy_cmdq;
 
@@ -783,9 +870,20 @@ static int qrdma_ib_device_add(struct qrdma_dev *dev)
 	if (!dev->ci_pool)
 		return -ENOMEM;
 
+	/* The connection manager's MADs may be needed to reclaim memory. */
+	dev->ah_wq = alloc_ordered_workqueue("qrdma-ah-%s", WQ_MEM_RECLAIM,
+					     pci_name(dev->pdev));
+	dev->ah_post_wq = alloc_workqueue("qrdma-ah-post-%s",
+					  WQ_MEM_RECLAIM | WQ_UNBOUND, 0,
+					  pci_name(dev->pdev));
+	if (!dev->ah_wq || !dev->ah_post_wq) {
+		err = -ENOMEM;
+		goto err_destroy_wqs;
+	}
+
 	err = qrdma_eth_init(dev);
 	if (err)
-		goto err_destroy_pool;
+		goto err_destroy_wqs;
 
 	if (dev->data_path) {
 		err = qrdma_eqs_init(dev);
@@ -799,9 +897,7 @@ static int qrdma_ib_device_add(struct qrdma_dev *dev)
 		goto err_fini_eqs;
 	}
 
-	mutex_lock(&dev->event_lock);
-	dev->ib_live = true;
-	mutex_unlock(&dev->event_lock);
+	qrdma_ib_set_live(dev);
 	/* A device lost while it registered is reported now. */
 	if (!qrdma_cmdq_running(&dev->cmdq))
 		qrdma_report_fatal(dev);
@@ -813,7 +909,11 @@ err_fini_eqs:
 err_fini_eth:
 	/* May stop an open netdev: no event, the ib_device is not live. */
 	qrdma_eth_fini(dev);
-err_destroy_pool:
+err_destroy_wqs:
+	if (dev->ah_post_wq)
+		destroy_workqueue(dev->ah_post_wq);
+	if (dev->ah_wq)
+		destroy_workqueue(dev->ah_wq);
 	dma_pool_destroy(dev->ci_pool);
 	return err;
 }
@@ -832,6 +932,9 @@ static void qrdma_ib_device_remove(struct qrdma_dev *dev)
 	mutex_unlock(&dev->event_lock);
 	/* Destroys every object, the consumers' and user space's. */
 	ib_unregister_device(&dev->ibdev);
+	/* Idle: each PD waited for the destroys of its AHs. */
+	destroy_workqueue(dev->ah_post_wq);
+	destroy_workqueue(dev->ah_wq);
 	qrdma_eqs_fini(dev);
 	qrdma_eth_fini(dev);
 	dma_pool_destroy(dev->ci_pool);
@@ -865,12 +968,28 @@ static void qrdma_remove(struct pci_dev *pdev)
 	qrdma_remove_device(dev);
 }
 
+/*
+ * Stop all DMA before the next kernel (kexec) reuses the memory, and
+ * leave nothing that waits for the device: the ib_device stays
+ * registered, and its consumers may still call it while the system goes
+ * down.
+ */
 static void qrdma_shutdown(struct pci_dev *pdev)
 {
 	struct qrdma_dev *dev = pci_get_drvdata(pdev);
+	int i;
 
-	/* Stop all DMA before the next kernel (kexec) reuses the memory. */
-	qrdma_dev_reset(dev);
+	cancel_delayed_work_sync(&dev->link_work);
+	netif_device_detach(dev->netdev);
+	/*
+	 * Resets the device, fails the commands in flight and every later
+	 * one at once, as for a device that is lost: destroys succeed.
+	 */
+	qrdma_cmdq_disable(&dev->cmdq);
+	/* A reset device raises no interrupt; let those under way end. */
+	for (i = 0; i < dev->num_vectors; i++)
+		synchronize_irq(pci_irq_vector(pdev, i));
+	pci_clear_master(pdev);
 }
 
 static struct pci_driver qrdma_pci_driver = {

@@ -586,6 +586,9 @@ int qrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct qrdma_pd *pd = to_qpd(ibpd);
 	int err;
 
+	/* The device refuses a PD its AHs use: wait for their destroy. */
+	wait_var_event(&pd->kahs, !atomic_read(&pd->kahs));
+
 	err = qrdma_destroy_result(qrdma_cmd_dealloc_pd(&dev->cmdq, pd->uctx,
 							pd->pdn));
 	if (err && pd->uctx) {
@@ -1130,6 +1133,7 @@ static int qrdma_resize_kernel_cq(struct qrdma_dev *dev, struct qrdma_cq *cq,
 	struct qrdma_cq_result result;
 	struct qrdma_page_list pl;
 	unsigned long flags;
+	bool notify;
 	int err;
 
 	params.npages = qrdma_ring_pages(params.log2_entries, QRDMA_CQE_SIZE);
@@ -1159,7 +1163,15 @@ static int qrdma_resize_kernel_cq(struct qrdma_dev *dev, struct qrdma_cq *cq,
 		cq->ibcq.cqe = result.entries;
 	}
 	cq->resizing = false;
+	/*
+	 * A consumer that armed the CQ meanwhile found it empty and waits
+	 * for an event, which the CQEs already written do not raise.
+	 */
+	notify = cq->resize_notify && qrdma_cq_has_cqe(cq);
+	cq->resize_notify = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
+	if (notify && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 
 	/* The old ring on success, the unused new one on failure. */
 	qrdma_kring_free(dev, &ring);
@@ -1264,6 +1276,7 @@ int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 		return err;
 	}
 
+	qrdma_drain_async_eq(dev);
 	xa_erase(&dev->cq_xa, cq->cqn);
 	/* Handlers that looked the CQ up are done with it once these return. */
 	qrdma_sync_eq(dev, cq->eq);
@@ -1497,6 +1510,8 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	recv_cq = init_attr->recv_cq ?: init_attr->send_cq;
 
 	mutex_init(&qp->state_lock);
+	INIT_LIST_HEAD(&qp->ah_waits);
+	INIT_WORK(&qp->ah_work, qrdma_qp_ah_work);
 	qp->state = IB_QPS_RESET;
 	qp->uctx = qrdma_udata_uctx(udata);
 	qp->sq_sig_all = init_attr->sq_sig_type == IB_SIGNAL_ALL_WR;
@@ -1652,10 +1667,12 @@ static void qrdma_qp_reset_kernel(struct qrdma_qp *qp)
 {
 	struct ib_qp *ibqp = &qp->ibqp;
 
+	qrdma_qp_drop_ah_waits(qp);
 	qrdma_cq_clean(to_qcq(ibqp->send_cq), qp);
 	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
 		qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp);
 	qrdma_wq_reset(&qp->sq);
+	qp->sq_db = 0;
 	if (!ibqp->srq)
 		qrdma_wq_reset(&qp->rq);
 }
@@ -1854,6 +1871,12 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct qrdma_qp *qp = to_qqp(ibqp);
 	int err;
 
+	/*
+	 * No doorbell after the QP is gone: its sends that wait for an AH
+	 * are dropped (the kernel's destroy does not fail).
+	 */
+	if (!qp->uctx)
+		qrdma_qp_drop_ah_waits(qp);
 	/* S13: EBUSY while attached to a multicast group; nothing changes. */
 	err = qrdma_destroy_result(qrdma_cmd_destroy_qp(&dev->cmdq, qp->uctx,
 							qp->qpn));
@@ -1876,6 +1899,7 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
 			qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp);
 	}
+	qrdma_drain_async_eq(dev);
 	xa_erase(&dev->qp_xa, qp->qpn);
 	/* Event handlers that looked the QP up are done with it after this. */
 	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
@@ -2166,6 +2190,7 @@ int qrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 			  srq->srqn, err);
 		return err;
 	}
+	qrdma_drain_async_eq(dev);
 	xa_erase(&dev->srq_xa, srq->srqn);
 	qrdma_sync_eq(dev, QRDMA_ASYNC_EQ);
 	if (!qrdma_kernel_destroy_refused(dev, "DESTROY_SRQ", srq->srqn, err))
@@ -2174,11 +2199,108 @@ int qrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	return 0;
 }
 
+static void qrdma_kah_destroy_work(struct work_struct *work)
+{
+	struct qrdma_kah *kah = container_of(work, struct qrdma_kah,
+					     destroy_work);
+	struct qrdma_dev *dev = kah->dev;
+	struct qrdma_pd *pd = kah->pd;
+	int err;
+
+	if (kah->handle != QRDMA_HANDLE_NONE) {
+		err = qrdma_destroy_result(qrdma_cmd_destroy_ah(&dev->cmdq,
+								QRDMA_UCTX_KERNEL,
+								kah->handle));
+		qrdma_kernel_destroy_refused(dev, "DESTROY_AH", kah->handle,
+					     err);
+	}
+	kfree(kah);
+	/* The PD may go now: the device's AH no longer holds it. */
+	if (atomic_dec_and_test(&pd->kahs))
+		wake_up_var(&pd->kahs);
+}
+
+static void qrdma_kah_release(struct kref *ref)
+{
+	struct qrdma_kah *kah = container_of(ref, struct qrdma_kah, ref);
+
+	queue_work(kah->dev->ah_wq, &kah->destroy_work);
+}
+
+/* Any context. */
+void qrdma_kah_put(struct qrdma_kah *kah)
+{
+	kref_put(&kah->ref, qrdma_kah_release);
+}
+
+/* CREATE_AH for @kah, waiting for the device; done when it returns. */
+static void qrdma_kah_make(struct qrdma_kah *kah)
+{
+	struct qrdma_dev *dev = kah->dev;
+	u32 handle;
+
+	kah->err = qrdma_cmd_create_ah(&dev->cmdq, QRDMA_UCTX_KERNEL,
+				       kah->pd->pdn, &kah->av, &handle);
+	kah->handle = kah->err ? QRDMA_HANDLE_NONE : handle;
+	/* Orders the handle before the sends that read it. */
+	complete_all(&kah->made);
+}
+
+static void qrdma_kah_make_work(struct work_struct *work)
+{
+	struct qrdma_kah *kah = container_of(work, struct qrdma_kah,
+					     make_work);
+
+	qrdma_kah_make(kah);
+	/* Its sends then fail with LOC_QP_OP_ERR, their QP to SQE. */
+	if (kah->err)
+		ibdev_warn_ratelimited(&kah->dev->ibdev,
+				       "CREATE_AH of the kernel failed: %d\n",
+				       kah->err);
+	qrdma_kah_put(kah);
+}
+
+static int qrdma_create_kernel_ah(struct qrdma_dev *dev, struct qrdma_pd *pd,
+				  struct qrdma_ah *ah,
+				  const struct qrdma_av_params *av,
+				  bool can_sleep)
+{
+	struct qrdma_kah *kah;
+	int err;
+
+	kah = kzalloc(sizeof(*kah), can_sleep ? GFP_KERNEL : GFP_ATOMIC);
+	if (!kah)
+		return -ENOMEM;
+	kref_init(&kah->ref);
+	kah->dev = dev;
+	kah->pd = pd;
+	kah->av = *av;
+	INIT_WORK(&kah->make_work, qrdma_kah_make_work);
+	INIT_WORK(&kah->destroy_work, qrdma_kah_destroy_work);
+	init_completion(&kah->made);
+	atomic_inc(&pd->kahs);
+	ah->kah = kah;
+
+	if (!can_sleep) {
+		/* The make work's reference. */
+		kref_get(&kah->ref);
+		queue_work(dev->ah_wq, &kah->make_work);
+		return 0;
+	}
+
+	qrdma_kah_make(kah);
+	err = kah->err;
+	if (err) {
+		ibdev_dbg(&dev->ibdev, "CREATE_AH failed: %d\n", err);
+		ah->kah = NULL;
+		qrdma_kah_put(kah);
+	}
+	return err;
+}
+
 int qrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		    struct ib_udata *udata)
 {
-	/* The kernel's CM creates AHs under its locks. */
-	bool can_sleep = init_attr->flags & RDMA_CREATE_AH_SLEEPABLE;
 	struct qrdma_dev *dev = to_qdev(ibah->device);
 	struct qrdma_pd *pd = to_qpd(ibah->pd);
 	struct qrdma_ah *ah = to_qah(ibah);
@@ -2194,23 +2316,22 @@ int qrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		return err;
 
 	ah->uctx = pd->uctx;
+	/* The kernel's CM creates AHs under its locks. */
+	if (!udata)
+		return qrdma_create_kernel_ah(dev, pd, ah, &av,
+					      init_attr->flags &
+					      RDMA_CREATE_AH_SLEEPABLE);
+
 	err = qrdma_cmd_create_ah(&dev->cmdq, ah->uctx, pd->pdn, &av,
-				  &ah->handle, can_sleep);
+				  &ah->handle);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "CREATE_AH failed: %d\n", err);
 		return err;
 	}
-
-	if (udata) {
-		resp.ah = ah->handle;
-		err = qrdma_copy_resp(&dev->ibdev, udata, &resp, sizeof(resp));
-		if (err)
-			goto err_destroy_ah;
-	}
-	return 0;
-
-err_destroy_ah:
-	qrdma_cmd_destroy_ah(&dev->cmdq, ah->uctx, ah->handle, can_sleep);
+	resp.ah = ah->handle;
+	err = qrdma_copy_resp(&dev->ibdev, udata, &resp, sizeof(resp));
+	if (err)
+		qrdma_cmd_destroy_ah(&dev->cmdq, ah->uctx, ah->handle);
 	return err;
 }
 
@@ -2218,18 +2339,21 @@ int qrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	struct qrdma_dev *dev = to_qdev(ibah->device);
 	struct qrdma_ah *ah = to_qah(ibah);
-	bool can_sleep = flags & RDMA_DESTROY_AH_SLEEPABLE;
 	int err;
 
+	/* Maybe where the caller cannot sleep: the work destroys it. */
+	if (ah->kah) {
+		qrdma_kah_put(ah->kah);
+		return 0;
+	}
+
+	/* uverbs destroys user AHs where it may sleep. */
 	err = qrdma_destroy_result(qrdma_cmd_destroy_ah(&dev->cmdq, ah->uctx,
-							ah->handle, can_sleep));
-	if (err && ah->uctx) {
+							ah->handle));
+	if (err)
 		ibdev_dbg(&dev->ibdev, "DESTROY_AH %#x failed: %d\n",
 			  ah->handle, err);
-		return err;
-	}
-	qrdma_kernel_destroy_refused(dev, "DESTROY_AH", ah->handle, err);
-	return 0;
+	return err;
 }
 
 int qrdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)

@@ -5,8 +5,10 @@
  * with more SGEs than the QP's cap: ENOMEM or EINVAL, bad_wr the first WR
  * not posted, the ones before it posted) and ib_drain_qp on a connected
  * RC QP, resizing a kernel SRQ with receives posted, resizing one CQ
- * from two threads at once, and a kernel SRQ's entries coming back when
- * the receive CQEs of its QP are dropped unpolled.  The QPs talk to
+ * from two threads at once, an event for the CQEs a resize moves when
+ * the CQ is armed meanwhile, an AH created and destroyed under a
+ * spinlock while the device is slow, and a kernel SRQ's entries coming
+ * back when the receive CQEs of its QP are dropped unpolled.  The QPs talk to
  * themselves over the port's RoCE v2 GID.
  *
  * The module runs its tests when it finds the device (an ib_client) and
@@ -22,8 +24,11 @@
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
 #include <linux/delay.h>
+#include <linux/kprobes.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -682,6 +687,475 @@ static void kv_resize_race(struct kv_ctx *kv)
 	ib_free_cq(cq);
 }
 
+/*
+ * A consumer that arms a CQ while a resize moves its CQEs (ib_cq's poller
+ * does, after a poll that found it empty) must get an event for them, or
+ * be told that it may have missed one: arming does not look at CQEs
+ * already written.  A kprobe on the driver's RESIZE_CQ command arms the
+ * CQ while the resize is under way, with IB_CQ_REPORT_MISSED_EVENTS.
+ */
+static struct {
+	struct ib_cq *cq;
+	atomic_t events;
+	int missed;		/* what the arm during the resize returned */
+	bool armed;
+} kv_rn;
+
+static void kv_rn_comp(struct ib_cq *cq, void *ctx)
+{
+	atomic_inc(&kv_rn.events);
+}
+
+static int kv_rn_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	if (kv_rn.cq && !kv_rn.armed) {
+		kv_rn.armed = true;
+		kv_rn.missed = ib_req_notify_cq(kv_rn.cq, IB_CQ_NEXT_COMP |
+						IB_CQ_REPORT_MISSED_EVENTS);
+	}
+	return 0;
+}
+
+static struct kprobe kv_rn_probe = {
+	.symbol_name = "qrdma_cmd_resize_cq",
+	.pre_handler = kv_rn_pre,
+};
+
+static bool kv_rn_wait_events(int want)
+{
+	int i;
+
+	for (i = 0; i < 100 && atomic_read(&kv_rn.events) < want; i++)
+		usleep_range(10000, 20000);
+	return atomic_read(&kv_rn.events) >= want;
+}
+
+static void kv_resize_notify(struct kv_ctx *kv)
+{
+	struct ib_cq_init_attr ca = { .cqe = 16 };
+	struct ib_qp_init_attr ia;
+	const struct ib_send_wr *bad;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	bool got;
+	int err;
+
+	atomic_set(&kv_rn.events, 0);
+	cq = ib_create_cq(kv->dev, kv_rn_comp, NULL, NULL, &ca);
+	if (!tap(!IS_ERR(cq), "resize notify: a kernel CQ with a completion handler"))
+		return;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_recv_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp),
+		 "resize notify: an RC QP on the CQ connects to itself")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		ib_destroy_cq(cq);
+		return;
+	}
+	/* One CQE in the ring, not polled; its event says it is there. */
+	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	kv_write_chain(kv, &wr, &sge, 1);
+	wr.wr.wr_cqe = NULL;
+	wr.wr.wr_id = 0x7e51;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	got = !ib_post_send(qp, &wr.wr, &bad) && kv_rn_wait_events(1);
+	if (!tap(got, "resize notify: the write's CQE raised its event"))
+		goto out;
+
+	kv_rn.armed = false;
+	kv_rn.cq = cq;
+	err = register_kprobe(&kv_rn_probe);
+	if (!tap(!err, "resize notify: a kprobe on qrdma_cmd_resize_cq")) {
+		pr_info("# register_kprobe: %d\n", err);
+		kv_rn.cq = NULL;
+		goto out;
+	}
+	err = ib_resize_cq(cq, 64);
+	unregister_kprobe(&kv_rn_probe);
+	kv_rn.cq = NULL;
+	pr_info("# resize %d, armed during it %d, it returned %d, events %d\n",
+		err, kv_rn.armed, kv_rn.missed, atomic_read(&kv_rn.events));
+	if (!tap(!err && kv_rn.armed,
+		 "resize notify: the CQ resizes, armed while the resize runs"))
+		goto out;
+	tap(kv_rn.missed > 0 || kv_rn_wait_events(2),
+	    "resize notify: arming during the resize reports missed events or the CQE moved raises an event");
+	tap(ib_poll_cq(cq, 1, &wc) == 1 && wc.status == IB_WC_SUCCESS &&
+	    wc.wr_id == 0x7e51,
+	    "resize notify: the moved CQE is polled from the new ring");
+out:
+	ib_destroy_qp(qp);
+	ib_destroy_cq(cq);
+}
+
+/*
+ * The kernel's CM creates AHs where it cannot sleep (under a spinlock)
+ * and posts its MAD with the AH at once.  A kprobe makes CREATE_AH slow,
+ * as on a busy device: creating the AH under a spinlock must not wait for
+ * it, and a UD send posted with the AH at once must still go out, and
+ * reach its UD QP, once the device has made the AH.
+ */
+#define KV_AH_DELAY_MS 300
+#define KV_QKEY 0x11111111
+static bool kv_ah_slow;
+
+static int kv_ah_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	if (READ_ONCE(kv_ah_slow))
+		mdelay(KV_AH_DELAY_MS);
+	return 0;
+}
+
+static struct kprobe kv_ah_probe = {
+	.symbol_name = "qrdma_cmd_create_ah",
+	.pre_handler = kv_ah_pre,
+};
+
+static int kv_ud_to_rts(struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = KV_PORT,
+		.qkey = KV_QKEY,
+	};
+	int err;
+
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_QKEY);
+	if (err)
+		return err;
+	a.qp_state = IB_QPS_RTR;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE);
+	if (err)
+		return err;
+	a.qp_state = IB_QPS_RTS;
+	a.sq_psn = 0;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN);
+}
+
+/* The AV of the port's own GID and MAC, as kernel users give it. */
+static int kv_self_ah_attr(struct kv_ctx *kv, struct rdma_ah_attr *attr)
+{
+	const struct ib_gid_attr *sgid;
+	struct net_device *ndev;
+	union ib_gid dgid;
+
+	sgid = rdma_get_gid_attr(kv->dev, KV_PORT, gid_index);
+	if (IS_ERR(sgid))
+		return PTR_ERR(sgid);
+	memset(attr, 0, sizeof(*attr));
+	attr->type = rdma_ah_find_type(kv->dev, KV_PORT);
+	rdma_ah_set_port_num(attr, KV_PORT);
+	dgid = sgid->gid;
+	rdma_ah_set_grh(attr, &dgid, 0, gid_index, 64, 0);
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
+	if (!IS_ERR(ndev))
+		ether_addr_copy(attr->roce.dmac, ndev->dev_addr);
+	rcu_read_unlock();
+	rdma_put_gid_attr(sgid);
+	return PTR_ERR_OR_ZERO(ndev);
+}
+
+static void kv_ah_nosleep(struct kv_ctx *kv)
+{
+	struct ib_qp_init_attr ia = {};
+	struct rdma_ah_attr attr;
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *bad;
+	struct ib_recv_wr rwr = {};
+	struct ib_ud_wr wr = {};
+	struct ib_sge sge, rsge;
+	struct ib_wc wc[2];
+	DEFINE_SPINLOCK(lock);
+	unsigned long flags;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_ah *ah;
+	bool sent = false, got = false;
+	u8 *payload = kv->buf, *grh_and_data = kv->buf + 1024;
+	s64 us;
+	int i, n, err;
+
+	cq = ib_alloc_cq(kv->dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (!tap(!IS_ERR(cq), "AH without sleeping: a kernel CQ"))
+		return;
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IB_QPT_UD;
+	ia.sq_sig_type = IB_SIGNAL_ALL_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_recv_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_ud_to_rts(qp) && !kv_self_ah_attr(kv, &attr),
+		 "AH without sleeping: a UD QP in RTS, the port's own address")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		ib_free_cq(cq);
+		return;
+	}
+
+	/* The GRH comes first in a UD receive buffer. */
+	memset(grh_and_data, 0, 40 + 64);
+	rsge = (struct ib_sge) { .addr = kv->dma + 1024, .length = 40 + 64,
+				 .lkey = kv->pd->local_dma_lkey };
+	rwr.wr_id = 0x2ec;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	for (i = 0; i < 64; i++)
+		payload[i] = 0xa5 ^ i;
+	sge = (struct ib_sge) { .addr = kv->dma, .length = 64,
+				.lkey = kv->pd->local_dma_lkey };
+	ib_dma_sync_single_for_device(kv->dev, kv->dma, KV_BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	if (!tap(!ib_post_recv(qp, &rwr, &rbad), "AH without sleeping: a receive posted"))
+		goto out;
+
+	err = register_kprobe(&kv_ah_probe);
+	if (!tap(!err, "AH without sleeping: a kprobe on qrdma_cmd_create_ah")) {
+		pr_info("# register_kprobe: %d\n", err);
+		goto out;
+	}
+	WRITE_ONCE(kv_ah_slow, true);
+	spin_lock_irqsave(&lock, flags);
+	us = ktime_to_us(ktime_get());
+	ah = rdma_create_ah(kv->pd, &attr, 0);
+	us = ktime_to_us(ktime_get()) - us;
+	if (!IS_ERR(ah)) {
+		wr.wr.wr_id = 0x5e4d;
+		wr.wr.sg_list = &sge;
+		wr.wr.num_sge = 1;
+		wr.wr.opcode = IB_WR_SEND;
+		wr.ah = ah;
+		wr.remote_qpn = qp->qp_num;
+		wr.remote_qkey = KV_QKEY;
+		sent = !ib_post_send(qp, &wr.wr, &bad);
+	}
+	spin_unlock_irqrestore(&lock, flags);
+	WRITE_ONCE(kv_ah_slow, false);
+	unregister_kprobe(&kv_ah_probe);
+	pr_info("# rdma_create_ah without sleeping took %lld us (CREATE_AH takes %d ms)\n",
+		us, KV_AH_DELAY_MS);
+	if (!tap(!IS_ERR(ah), "AH without sleeping: created under a spinlock"))
+		goto out;
+	tap(us < KV_AH_DELAY_MS * 1000 / 3,
+	    "AH without sleeping: creating it does not wait for the device");
+	if (tap(sent, "AH without sleeping: a UD send with it posted at once")) {
+		for (n = 0; n < 2 && kv_poll_one(cq, &wc[n]) == 1; n++)
+			;
+		got = n == 2;
+		for (i = 0; i < n; i++) {
+			pr_info("# wr_id %#llx status %d byte_len %u\n",
+				wc[i].wr_id, wc[i].status, wc[i].byte_len);
+			got = got && wc[i].status == IB_WC_SUCCESS;
+		}
+		ib_dma_sync_single_for_cpu(kv->dev, kv->dma, KV_BUF_SIZE,
+					   DMA_BIDIRECTIONAL);
+		got = got && !memcmp(grh_and_data + 40, payload, 64);
+	}
+	tap(got, "AH without sleeping: the send completes and its UD QP receives it");
+	spin_lock_irqsave(&lock, flags);
+	rdma_destroy_ah(ah, 0);
+	spin_unlock_irqrestore(&lock, flags);
+out:
+	ib_destroy_qp(qp);
+	ib_free_cq(cq);
+}
+
+/*
+ * Every CQ may be armed on one completion vector, one event each: its EQ
+ * must hold them all.  eq_cqs CQs on vector 0 are armed and each given a
+ * CQE while the vector's interrupt is disabled, so that the events pile
+ * up in the EQ; once it is enabled again, each CQ must get its event.
+ * Two CQs per RC QP connected to itself: a SEND completes on one and is
+ * received on the other.
+ */
+static int eq_cqs;
+module_param(eq_cqs, int, 0444);
+MODULE_PARM_DESC(eq_cqs, "CQs armed at once on one vector in the EQ test (0: no test)");
+
+static atomic_t kv_eq_events;
+
+static void kv_eq_comp(struct ib_cq *cq, void *ctx)
+{
+	atomic_inc(&kv_eq_events);
+}
+
+static bool kv_eq_qp(struct kv_ctx *kv, struct ib_cq *scq, struct ib_cq *rcq,
+		     struct ib_qp **qpp)
+{
+	struct ib_qp_init_attr ia = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_sge sge = { .addr = kv->dma, .length = 8,
+			      .lkey = kv->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 };
+	const struct ib_recv_wr *bad;
+	struct ib_qp *qp;
+
+	qp = ib_create_qp(kv->pd, &ia);
+	if (IS_ERR(qp))
+		return false;
+	*qpp = qp;
+	return !kv_to_init(qp) && !kv_connect_self(kv, qp) &&
+	       !ib_post_recv(qp, &rwr, &bad);
+}
+
+static void kv_eq_flood(struct kv_ctx *kv)
+{
+	struct ib_cq_init_attr ca = { .cqe = 2, .comp_vector = 0 };
+	struct pci_dev *pdev = to_pci_dev(kv->dev->dev.parent);
+	struct ib_sge sge = { .addr = kv->dma, .length = 8,
+			      .lkey = kv->pd->local_dma_lkey };
+	struct ib_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				 .opcode = IB_WR_SEND,
+				 .send_flags = IB_SEND_SIGNALED };
+	const struct ib_send_wr *bad;
+	int n = eq_cqs & ~1, nq = n / 2, i, polled = 0, ready = 0, irq;
+	struct ib_cq **cqs;
+	struct ib_qp **qps;
+	unsigned long end;
+	struct ib_wc wc;
+	bool ok = true;
+
+	if (!n)
+		return;
+	irq = pci_irq_vector(pdev, 1);
+	cqs = kvcalloc(n, sizeof(*cqs), GFP_KERNEL);
+	qps = kvcalloc(nq, sizeof(*qps), GFP_KERNEL);
+	if (!tap(cqs && qps && irq > 0, "EQ: room for the CQs and QPs, a completion vector"))
+		goto out;
+	for (i = 0; i < n && ok; i++) {
+		cqs[i] = ib_create_cq(kv->dev, kv_eq_comp, NULL, NULL, &ca);
+		ok = !IS_ERR(cqs[i]);
+		if (!ok)
+			cqs[i] = NULL;
+	}
+	for (i = 0; i < nq && ok; i++, ready++)
+		ok = kv_eq_qp(kv, cqs[2 * i], cqs[2 * i + 1], &qps[i]);
+	if (!tap(ok, "EQ: the CQs on vector 0 and an RC QP per two, connected"))
+		goto out;
+
+	atomic_set(&kv_eq_events, 0);
+	for (i = 0; i < n; i++)
+		ib_req_notify_cq(cqs[i], IB_CQ_NEXT_COMP);
+	/* The events stay in the EQ until the interrupt is enabled. */
+	disable_irq(irq);
+	for (i = 0; i < nq && ok; i++)
+		ok = !ib_post_send(qps[i], &wr, &bad);
+	end = jiffies + 120 * HZ;
+	for (i = 0; i < n && ok && time_before(jiffies, end); ) {
+		if (ib_poll_cq(cqs[i], 1, &wc) == 1) {
+			ok = wc.status == IB_WC_SUCCESS;
+			polled++;
+			i++;
+		} else {
+			usleep_range(1000, 2000);
+		}
+	}
+	enable_irq(irq);
+	pr_info("# %d CQEs polled of %d\n", polled, n);
+	if (!tap(ok && polled == n, "EQ: every QP's SEND completes on its two CQs"))
+		goto out;
+	for (i = 0; i < 500 && atomic_read(&kv_eq_events) < n; i++)
+		usleep_range(10000, 20000);
+	pr_info("# %d completion events for %d armed CQs on one vector\n",
+		atomic_read(&kv_eq_events), n);
+	tap(atomic_read(&kv_eq_events) == n,
+	    "EQ: every armed CQ gets its event, with all of them pending on one EQ at once");
+out:
+	for (i = 0; i < ready; i++)
+		if (!IS_ERR_OR_NULL(qps[i]))
+			ib_destroy_qp(qps[i]);
+	for (i = 0; cqs && i < n; i++)
+		if (cqs[i])
+			ib_destroy_cq(cqs[i]);
+	kvfree(qps);
+	kvfree(cqs);
+}
+
+/*
+ * An async event the device wrote before a destroy's completion belongs
+ * to the object destroyed: the destroy must deliver it (or drop it) before
+ * it returns, not leave it for later, when a new object may have the
+ * handle.  With vector 0's interrupt disabled (commands complete all the
+ * same: their waiters poll), a QP on an SRQ moves to ERR, which writes
+ * LAST_WQE_REACHED, and is destroyed; its handler must have the event
+ * when ib_destroy_qp() returns.
+ */
+static atomic_t kv_ev_last_wqe;
+
+static void kv_ev_handler(struct ib_event *event, void *ctx)
+{
+	if (event->event == IB_EVENT_QP_LAST_WQE_REACHED)
+		atomic_inc(&kv_ev_last_wqe);
+}
+
+static void kv_destroy_drains(struct kv_ctx *kv)
+{
+	struct ib_srq_init_attr sia = {
+		.attr = { .max_wr = KV_QP_WR, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct pci_dev *pdev = to_pci_dev(kv->dev->dev.parent);
+	struct ib_qp_attr err_attr = { .qp_state = IB_QPS_ERR };
+	struct ib_qp_init_attr ia = {};
+	struct ib_srq *srq;
+	struct ib_qp *qp;
+	int irq = pci_irq_vector(pdev, 0), before, after, err;
+
+	srq = ib_create_srq(kv->pd, &sia);
+	if (!tap(!IS_ERR(srq) && irq > 0, "destroy drains: a kernel SRQ"))
+		return;
+	ia.send_cq = kv->cq;
+	ia.recv_cq = kv->cq;
+	ia.srq = srq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = KV_QP_WR;
+	ia.cap.max_send_sge = 1;
+	ia.event_handler = kv_ev_handler;
+	qp = ib_create_qp(kv->pd, &ia);
+	if (!tap(!IS_ERR(qp) && !kv_to_init(qp),
+		 "destroy drains: an RC QP on the SRQ in INIT")) {
+		if (!IS_ERR(qp))
+			ib_destroy_qp(qp);
+		goto out;
+	}
+	atomic_set(&kv_ev_last_wqe, 0);
+	disable_irq(irq);
+	err = ib_modify_qp(qp, &err_attr, IB_QP_STATE);
+	before = atomic_read(&kv_ev_last_wqe);
+	ib_destroy_qp(qp);
+	after = atomic_read(&kv_ev_last_wqe);
+	enable_irq(irq);
+	pr_info("# modify to ERR %d; LAST_WQE_REACHED: %d before the destroy, %d when it returned\n",
+		err, before, after);
+	tap(!err && after == 1,
+	    "destroy drains: the LAST_WQE_REACHED written before the destroy reaches the QP's handler before ib_destroy_qp returns");
+out:
+	ib_destroy_srq(srq);
+}
+
 static int kv_run(struct ib_device *dev)
 {
 	struct kv_ctx *kv;
@@ -719,10 +1193,21 @@ static int kv_run(struct ib_device *dev)
 		goto free_buf;
 	}
 
+	/*
+	 * ib_umem and the block layer build MR page lists from DMA
+	 * segments: capped at the default 64 KiB, an MR never gets the
+	 * huge pages the device takes.
+	 */
+	tap(dma_get_max_seg_size(dev->dma_device) >= SZ_1G,
+	    "the device's DMA segments are not capped (max_seg_size at least 1 GiB)");
 	kv_s38(kv);
 	kv_drain(kv);
 	kv_srq_resize(kv);
 	kv_resize_race(kv);
+	kv_resize_notify(kv);
+	kv_ah_nosleep(kv);
+	kv_eq_flood(kv);
+	kv_destroy_drains(kv);
 	kv_srq_clean(kv);
 
 	ib_dma_unmap_single(dev, kv->dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);

@@ -14,7 +14,7 @@ set -euo pipefail
 
 LOGDIR=${QRDMA_OUT:-/tmp}/driver-load
 TESTS=(
-    load_modules registered $(qrdma_iommu_test) netdev_up port_active device_attrs
+    load_modules registered irq_names $(qrdma_iommu_test) netdev_up port_active device_attrs
     roce_v2_gid kernel_objects restrack uverbs_abi
     hw_counters nvme_rdma qrdma_unload reload dmesg_clean
 )
@@ -25,6 +25,7 @@ describe() {
     case $1 in
         load_modules) echo "modprobe qrdma (from the image) with ib_core and ib_uverbs" ;;
         registered) echo "$QRDMA_DEV registers with one port, link layer Ethernet" ;;
+        irq_names) echo "the device's interrupts carry its PCI name, one per vector" ;;
         netdev_up) echo "the port's netdev comes up with $QRDMA_IP/24" ;;
         port_active) echo "rdma link: $QRDMA_DEV/1 ACTIVE, LINK_UP, on the netdev" ;;
         device_attrs) echo "$QRDMA_DEV reports the device's identity and limits" ;;
@@ -56,6 +57,18 @@ t_registered() {
     [ "$(cat "$QRDMA_SYS/ports/1/link_layer")" = Ethernet ] || return 1
     echo "node_type: $(cat "$QRDMA_SYS/node_type")"
     grep -q '^1: CA' "$QRDMA_SYS/node_type"
+}
+
+# Two qrdma functions in one guest must be told apart in /proc/interrupts:
+# every vector's name ends in the function's PCI name.
+t_irq_names() {
+    local bdf lines
+    bdf=$(basename "$(readlink -f "$QRDMA_SYS/device")")
+    lines=$(grep -E ' qrdma-' /proc/interrupts) || { echo "no qrdma interrupts"; return 1; }
+    echo "$lines"
+    grep -qE " qrdma-admin@pci:$bdf\$" <<<"$lines" || return 1
+    grep -qE " qrdma-comp1@pci:$bdf\$" <<<"$lines" || return 1
+    ! grep -vqE " qrdma-(admin|comp[0-9]+)@pci:$bdf\$" <<<"$lines"
 }
 
 t_netdev_up() {

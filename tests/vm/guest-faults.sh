@@ -4,7 +4,8 @@
 # (the device's resource counters must come back to where they were),
 # rmmod qrdma with user contexts open (disassociate_ucontext lets it go
 # on; the programs then fail, and must end), and an unbind and bind of
-# the PCI function through sysfs under load.  Run inside the guest as
+# the PCI function through sysfs under load; faults in the probe and the
+# shutdown (tests/kverbs/qrdma_probe_test.ko).  Run inside the guest as
 # root by
 #   scripts/run-vm-test guest-faults.sh -- \
 #       -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 -device qrdma,bus=rp0
@@ -19,6 +20,7 @@ TESTS=(
     kill_write_bw kill_rc_pingpong kill_server_only
     rmmod_under_load unbind_bind_under_load
     qrdma_unload dmesg_clean
+    port_up_while_registering shutdown_fails_commands register_fails_unwinds
 )
 
 describe() {
@@ -28,6 +30,9 @@ describe() {
         kill_server_only) echo "kill -9 of the ib_send_bw server alone: the client ends, the counters come back" ;;
         rmmod_under_load) echo "rmmod qrdma under ib_write_bw with its contexts open: it unloads, the programs end, qrdma loads again" ;;
         unbind_bind_under_load) echo "PCI unbind and bind of the function under ib_write_bw: the programs end, the device comes back and runs pingpong" ;;
+        port_up_while_registering) echo "the port comes up while ib_core registers the device: ib_core's cached port state becomes ACTIVE" ;;
+        shutdown_fails_commands) echo "after the PCI shutdown a command fails at once, and the function unbinds and binds again" ;;
+        register_fails_unwinds) echo "ib_register_device fails in the probe: the probe unwinds at once, and the function binds again" ;;
     esac
 }
 
@@ -231,6 +236,126 @@ t_unbind_bind_under_load() {
         ibv_rc_pingpong -d "$QRDMA_DEV" -g "$QRDMA_GID_INDEX" -n 100 -- \
         ibv_rc_pingpong -d "$QRDMA_DEV" -g "$QRDMA_GID_INDEX" -n 100 127.0.0.1 || rc=1
     wait_live "$base" || rc=1
+    return $rc
+}
+
+# --- faults in the probe and the shutdown (tests/kverbs/qrdma_probe_test.c) --
+# These make the driver log errors on purpose: each checks the kernel
+# log lines of its own for reports of bugs, then clears the log.
+
+PROBE_KO=$QRDMA_SRC_DIR/tests/kverbs/qrdma_probe_test.ko
+PCI_DRV=/sys/bus/pci/drivers/qrdma
+QRDMA_BDF=
+
+# probe_start: qrdma bound and set up; notes its PCI function.
+probe_start() {
+    [ -f "$PROBE_KO" ] || { echo "no $PROBE_KO: run scripts/build-driver"; return 1; }
+    if [ ! -d "$QRDMA_SYS" ]; then
+        qrdma_reload || return 1
+    fi
+    QRDMA_BDF=$(basename "$(readlink -f "$QRDMA_SYS/device")")
+    echo "PCI function $QRDMA_BDF"
+    dmesg -C
+}
+
+# probe_end: the kernel log of the test has no report of a bug; cleared.
+probe_end() {
+    local bad
+    dmesg | grep -E 'qrdma|WARNING|BUG|Oops|Call Trace|lockdep' || true
+    bad=$(dmesg | grep -E '\b(WARNING|BUG|Oops)\b|lockdep|possible recursive locking|Call Trace|hung_task|blocked for more than' || true)
+    dmesg -C
+    [ -z "$bad" ] || { echo "--- offending lines"; echo "$bad"; return 1; }
+}
+
+# The qrdma function bound again and set up, after a test unbound it.
+probe_rebind() {
+    [ -e "$PCI_DRV/$QRDMA_BDF" ] || echo "$QRDMA_BDF" >"$PCI_DRV/bind" || {
+        echo "bind failed"; return 1; }
+    QRDMA_NETDEV=
+    QRDMA_GID_INDEX=
+    wait_for 10 test -d "$QRDMA_SYS" || { echo "no $QRDMA_SYS after bind"; return 1; }
+    qrdma_setup_netdev && qrdma_find_gid
+}
+
+# ib_core reads the port (ib_cache_setup_one) while it registers the
+# device; the test module holds that read until the netdev, registered
+# just before, is up.  ib_core must then hear that the port came up.
+t_port_up_while_registering() {
+    local rc=0 up state param=/sys/module/qrdma_probe_test/parameters/cached_port_state
+    probe_start || return 1
+    echo "$QRDMA_BDF" >"$PCI_DRV/unbind" || return 1
+    insmod "$PROBE_KO" hold_query_port=1 || return 1
+    # Up once ib_core has read the port (DOWN: the netdev is new).
+    (
+        for _ in $(seq 500); do
+            if [ "$(cat /sys/module/qrdma_probe_test/parameters/holding)" = 1 ]; then
+                for d in /sys/bus/pci/devices/"$QRDMA_BDF"/net/*; do
+                    [ -e "$d" ] && ip link set "${d##*/}" up && exit 0
+                done
+            fi
+            sleep 0.02
+        done
+        exit 1
+    ) &
+    up=$!
+    echo "$QRDMA_BDF" >"$PCI_DRV/bind" || { echo "bind failed"; rc=1; }
+    wait "$up" || { echo "the netdev did not come up"; rc=1; }
+    dmesg | grep qrdma-probe-test
+    dmesg | grep -q 'hold: .* is down as ib_core reads the port' || {
+        echo "the port was not read down"; rc=1; }
+    wait_for 10 test -d "$QRDMA_SYS" || { echo "no $QRDMA_SYS"; rc=1; }
+    rdma link show "$QRDMA_DEV/1"
+    # IB_PORT_ACTIVE is 4.
+    wait_for 10 sh -c "[ \$(cat $param) = 4 ]" || rc=1
+    state=$(cat "$param")
+    echo "INFO: ib_core's cached port state $state (4 is ACTIVE)"
+    rmmod qrdma_probe_test || rc=1
+    probe_rebind || rc=1
+    probe_end || rc=1
+    return $rc
+}
+
+# After the shutdown (reboot, kexec) the device is reset: a verb that
+# needs a command must fail at once, not wait for the command timeout.
+t_shutdown_fails_commands() {
+    local rc=0 t0 ms
+    probe_start || return 1
+    insmod "$PROBE_KO" shutdown="$QRDMA_BDF" || return 1
+    t0=$(date +%s%N)
+    timeout 60 rdma link show "$QRDMA_DEV/1"
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    echo "INFO: QUERY_PORT after the shutdown took $ms ms"
+    [ "$ms" -lt 5000 ] || rc=1
+    rmmod qrdma_probe_test || rc=1
+    timeout 120 sh -c "echo $QRDMA_BDF >$PCI_DRV/unbind" || { echo "unbind failed"; rc=1; }
+    probe_rebind || rc=1
+    probe_end || rc=1
+    return $rc
+}
+
+# The device fails QUERY_PORT while ib_core registers it: the probe must
+# unwind, the netdev included (unregister_netdev waits for every
+# reference), and the function must bind again afterwards.
+t_register_fails_unwinds() {
+    local rc=0 bind
+    probe_start || return 1
+    echo "$QRDMA_BDF" >"$PCI_DRV/unbind" || return 1
+    insmod "$PROBE_KO" fail_query_port=1 || return 1
+    sh -c "echo $QRDMA_BDF >$PCI_DRV/bind" &
+    bind=$!
+    if ! wait_for 60 sh -c "! kill -0 $bind"; then
+        echo "the probe has not ended after 60 s"
+        dmesg | tail -n 20
+        return 1
+    fi
+    wait "$bind" && { echo "bind succeeded"; rc=1; }
+    dmesg | grep -E 'qrdma|probe'
+    dmesg | grep -q 'qrdma_query_port() fails' || { echo "the fault was not injected"; rc=1; }
+    [ ! -e "$QRDMA_SYS" ] || { echo "$QRDMA_SYS is there"; rc=1; }
+    ! ls /sys/bus/pci/devices/"$QRDMA_BDF"/net/* 2>/dev/null || { echo "a netdev is left"; rc=1; }
+    rmmod qrdma_probe_test || rc=1
+    probe_rebind || rc=1
+    probe_end || rc=1
     return $rc
 }
 
