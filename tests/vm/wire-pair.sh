@@ -11,7 +11,8 @@
 # first).  qrdma.tests=NAME,NAME on the kernel command line of both
 # (run-vm-pair --append) runs only those between the setup and the final
 # checks, qrdma.tests=none none of them; qrdma.pp_iters, bw_iters and
-# lat_iters set the iterations of the pingpongs and perftests.
+# lat_iters set the iterations of the pingpongs and perftests, and
+# qrdma.fio_size what nvme_fio writes and reads back (fio's --size).
 # A prints the TAP of both halves of each test; both exit nonzero if a
 # test failed.  The perftest figures: $QRDMA_OUT/wire-pair.tsv and .txt of
 # A (build/vm-out/NAME/a/); command output: $QRDMA_OUT/wire-pair/ of
@@ -447,6 +448,7 @@ pair_init || { echo "Bail out! not a pair's guest"; exit 1; }
 PP_ITERS=$(pair_arg pp_iters "$PP_ITERS")
 BW_ITERS=$(pair_arg bw_iters "$BW_ITERS")
 LAT_ITERS=$(pair_arg lat_iters "$LAT_ITERS")
+FIO_SIZE=$(pair_arg fio_size "$FIO_SIZE")
 wanted=$(pair_arg tests)
 case $wanted in
     '') ;;
