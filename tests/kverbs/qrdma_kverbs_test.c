@@ -137,6 +137,25 @@ static int kv_to_init(struct ib_qp *qp)
  * INIT -> RTR -> RTS, the QP its own peer.  Kernel users hand ib_core a
  * resolved address: the destination MAC is the port netdev's own.
  */
+/* An RC QP of kv's PD whose send and receive completions go to cq. */
+static struct ib_qp *kv_rc_qp_on(struct kv_ctx *kv, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = {
+			.max_send_wr = KV_QP_WR,
+			.max_recv_wr = KV_QP_WR,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+
+	return ib_create_qp(kv->pd, &ia);
+}
+
 static int kv_connect_self(struct kv_ctx *kv, struct ib_qp *qp)
 {
 	const struct ib_gid_attr *sgid;
@@ -631,7 +650,6 @@ static int kv_resizer_fn(void *arg)
 static void kv_resize_race(struct kv_ctx *kv)
 {
 	struct kv_resizer r[2];
-	struct ib_qp_init_attr ia;
 	struct ib_rdma_wr wr;
 	struct ib_sge sge;
 	const struct ib_send_wr *bad;
@@ -660,16 +678,7 @@ static void kv_resize_race(struct kv_ctx *kv)
 	}
 	tap(!failed, "resize race: two threads resize one CQ 40 times each");
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = cq;
-	ia.recv_cq = cq;
-	ia.qp_type = IB_QPT_RC;
-	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
-	ia.cap.max_send_wr = KV_QP_WR;
-	ia.cap.max_recv_wr = KV_QP_WR;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	qp = ib_create_qp(kv->pd, &ia);
+	qp = kv_rc_qp_on(kv, cq);
 	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp),
 		 "resize race: an RC QP on the CQ connects to itself")) {
 		if (!IS_ERR(qp))
@@ -733,7 +742,6 @@ static bool kv_rn_wait_events(int want)
 static void kv_resize_notify(struct kv_ctx *kv)
 {
 	struct ib_cq_init_attr ca = { .cqe = 16 };
-	struct ib_qp_init_attr ia;
 	const struct ib_send_wr *bad;
 	struct ib_rdma_wr wr;
 	struct ib_sge sge;
@@ -747,16 +755,7 @@ static void kv_resize_notify(struct kv_ctx *kv)
 	cq = ib_create_cq(kv->dev, kv_rn_comp, NULL, NULL, &ca);
 	if (!tap(!IS_ERR(cq), "resize notify: a kernel CQ with a completion handler"))
 		return;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = cq;
-	ia.recv_cq = cq;
-	ia.qp_type = IB_QPT_RC;
-	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
-	ia.cap.max_send_wr = KV_QP_WR;
-	ia.cap.max_recv_wr = KV_QP_WR;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	qp = ib_create_qp(kv->pd, &ia);
+	qp = kv_rc_qp_on(kv, cq);
 	if (!tap(!IS_ERR(qp) && !kv_to_init(qp) && !kv_connect_self(kv, qp),
 		 "resize notify: an RC QP on the CQ connects to itself")) {
 		if (!IS_ERR(qp))
