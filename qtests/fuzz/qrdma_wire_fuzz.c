@@ -43,6 +43,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include "qemu/main-loop.h"
@@ -53,6 +54,7 @@
 #include "tests/qtest/libqos/pci-pc.h"
 #include "tests/qtest/fuzz/fuzz.h"
 #include "hw/rdma/qrdma-hw.h"
+#include "qrdma_wire_fuzz.h"
 
 #define WF_SEPARATOR    "WIRE"
 #define WF_DEVFN        (4 << 3)
@@ -67,10 +69,6 @@
 #define WF_CMDQ_LOG2    4
 
 #define A(x) QRDMA_QP_ATTR_##x
-
-/* libFuzzer's 8-bit counters: copied back from each input's process. */
-extern uint8_t __start___sancov_cntrs[];
-extern uint8_t __stop___sancov_cntrs[];
 
 static const uint8_t wf_dev_mac[6] = { 0x52, 0x54, 0, 0, 2, 0x0f };
 static const uint8_t wf_peer_mac[6] = { 0x52, 0x54, 0, 0, 2, 0x10 };
@@ -140,6 +138,7 @@ typedef struct Wf {
     NetClientState *nc;                 /* the netdev */
     uint8_t *counters;                  /* shared with the input's process */
     bool fork;
+    int timeout_ms;                     /* of an input's process; -1: none */
 } Wf;
 
 static Wf wf;
@@ -945,6 +944,20 @@ static void wf_run(QTestState *s, const uint8_t *data, size_t size)
         wf.qp[i].next_req_psn = wf.qp[i].rq_psn;
     }
     wf_drain(true);
+    /*
+     * QRDMA_WIRE_FUZZ_SELFTEST: an input "CRASH" aborts and "HANG" sleeps,
+     * to check that the fuzzer records what its input's process does.
+     */
+    if (getenv("QRDMA_WIRE_FUZZ_SELFTEST")) {
+        if (size >= 5 && !memcmp(data, "CRASH", 5)) {
+            abort();
+        }
+        if (size >= 4 && !memcmp(data, "HANG", 4)) {
+            for (;;) {
+                pause();
+            }
+        }
+    }
     while (rec && size) {
         next = memmem(rec, size, WF_SEPARATOR, sep);
         len = next ? next - rec : size;
@@ -971,6 +984,7 @@ static void wf_run(QTestState *s, const uint8_t *data, size_t size)
 static void wf_fuzz(QTestState *s, const unsigned char *data, size_t size)
 {
     size_t ncnt = __stop___sancov_cntrs - __start___sancov_cntrs;
+    struct pollfd pfd = { .events = POLLIN };
     int status, pipefd[2];
     char done = 0;
     ssize_t n;
@@ -1003,6 +1017,21 @@ static void wf_fuzz(QTestState *s, const unsigned char *data, size_t size)
         _exit(0);
     }
     close(pipefd[1]);
+    /*
+     * QEMU blocks SIGALRM, so libFuzzer's -timeout never fires: the
+     * input's process has QRDMA_WIRE_FUZZ_TIMEOUT seconds (default 10,
+     * 0 for ever) of the real clock.
+     */
+    pfd.fd = pipefd[0];
+    do {
+        n = poll(&pfd, 1, wf.timeout_ms);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        kill(pid, SIGKILL);
+        fprintf(stderr, "qrdma-wire: the input's process hung for %d s\n",
+                wf.timeout_ms / 1000);
+        abort();
+    }
     do {
         n = read(pipefd[0], &done, 1);
     } while (n < 0 && errno == EINTR);
@@ -1032,6 +1061,11 @@ static void wf_pre_fuzz(QTestState *s)
     wf.qts = s;
     wf.mem_next = WF_MEM_BASE;
     wf.fork = !getenv("QRDMA_WIRE_FUZZ_NOFORK");
+    wf.timeout_ms = getenv("QRDMA_WIRE_FUZZ_TIMEOUT") ?
+                    atoi(getenv("QRDMA_WIRE_FUZZ_TIMEOUT")) * 1000 : 10000;
+    if (wf.timeout_ms <= 0) {
+        wf.timeout_ms = -1;
+    }
     wf_crc32_init();
     wf.counters = mmap(NULL, ncnt, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
