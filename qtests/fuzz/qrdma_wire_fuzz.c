@@ -138,6 +138,8 @@ typedef struct Wf {
     NetClientState *nc;                 /* the netdev */
     uint8_t *counters;                  /* shared with the input's process */
     bool fork;
+    unsigned reset_every;               /* without fork: inputs per set-up */
+    unsigned inputs;
     int timeout_ms;                     /* of an input's process; -1: none */
 } Wf;
 
@@ -146,11 +148,16 @@ static Wf wf;
 /* Guest memory: a bump allocator above what the machine uses. */
 static uint64_t wf_alloc(size_t len)
 {
+    static const uint8_t zero[4096];
     uint64_t a = wf.mem_next;
+    size_t i;
 
     wf.mem_next += ROUND_UP(len, 4096);
     g_assert(wf.mem_next <= WF_MEM_END);
-    qtest_memset(wf.qts, a, 0, len);
+    /* not qtest_memset(): the fuzzer's wrapper of it leaks its buffer */
+    for (i = 0; i < len; i += sizeof(zero)) {
+        qtest_memwrite(wf.qts, a + i, zero, MIN(len - i, sizeof(zero)));
+    }
     return a;
 }
 
@@ -975,6 +982,8 @@ static void wf_run(QTestState *s, const uint8_t *data, size_t size)
     }
 }
 
+static void wf_setup(QTestState *s);
+
 /*
  * Each input in a process of its own, forked from the state wf_pre_fuzz()
  * built.  The process says it is done through a pipe once the counters
@@ -991,7 +1000,14 @@ static void wf_fuzz(QTestState *s, const unsigned char *data, size_t size)
     pid_t pid;
 
     if (!wf.fork) {
-        /* QRDMA_WIRE_FUZZ_NOFORK: each input on the state of the last */
+        /*
+         * QRDMA_WIRE_FUZZ_NOFORK=N: each input on the state of the last,
+         * and every N inputs (if N > 0) a reset and the set-up again.
+         */
+        if (wf.reset_every && ++wf.inputs % wf.reset_every == 0) {
+            fuzz_reset(s);
+            wf_setup(s);
+        }
         wf_run(s, data, size);
         return;
     }
@@ -1049,30 +1065,27 @@ static void wf_fuzz(QTestState *s, const unsigned char *data, size_t size)
     abort();
 }
 
-static void wf_pre_fuzz(QTestState *s)
+/*
+ * The function as a driver sets it up, from a reset: every input of the
+ * fuzzer starts from here.
+ */
+static void wf_setup(QTestState *s)
 {
-    size_t ncnt = __stop___sancov_cntrs - __start___sancov_cntrs;
     struct qrdma_cmd cmd;
     uint64_t pages[WF_DATA_PAGES];
     uint8_t gid[16];
     WfQp *rc0, *rc1, *rc6, *uc, *ud;
     unsigned i;
 
-    wf.qts = s;
-    wf.mem_next = WF_MEM_BASE;
-    wf.fork = !getenv("QRDMA_WIRE_FUZZ_NOFORK");
-    wf.timeout_ms = getenv("QRDMA_WIRE_FUZZ_TIMEOUT") ?
-                    atoi(getenv("QRDMA_WIRE_FUZZ_TIMEOUT")) * 1000 : 10000;
-    if (wf.timeout_ms <= 0) {
-        wf.timeout_ms = -1;
+    if (wf.bus) {
+        g_free(wf.dev);
+        qpci_free_pc(wf.bus);
     }
-    wf_crc32_init();
-    wf.counters = mmap(NULL, ncnt, PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    g_assert(wf.counters != MAP_FAILED);
-    wf.nc = qemu_find_netdev("wire");
-    g_assert(wf.nc);
-
+    wf.mem_next = WF_MEM_BASE;
+    wf.cmd_pi = 0;
+    wf.srq_pi = 0;
+    wf.nqp = 0;
+    memset(wf.qp, 0, sizeof(wf.qp));
     wf.bus = qpci_new_pc(s, NULL);
     wf.dev = qpci_device_find(wf.bus, WF_DEVFN);
     g_assert(wf.dev);
@@ -1164,6 +1177,28 @@ static void wf_pre_fuzz(QTestState *s)
     wf_post_send(ud, QRDMA_WR_SEND, 200, 0);
     wf_quiesce(s);
     wf_drain(false);
+}
+
+static void wf_pre_fuzz(QTestState *s)
+{
+    size_t ncnt = __stop___sancov_cntrs - __start___sancov_cntrs;
+    const char *nofork = getenv("QRDMA_WIRE_FUZZ_NOFORK");
+
+    wf.qts = s;
+    wf.fork = !nofork;
+    wf.reset_every = nofork ? atoi(nofork) : 0;
+    wf.timeout_ms = getenv("QRDMA_WIRE_FUZZ_TIMEOUT") ?
+                    atoi(getenv("QRDMA_WIRE_FUZZ_TIMEOUT")) * 1000 : 10000;
+    if (wf.timeout_ms <= 0) {
+        wf.timeout_ms = -1;
+    }
+    wf_crc32_init();
+    wf.counters = mmap(NULL, ncnt, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_assert(wf.counters != MAP_FAILED);
+    wf.nc = qemu_find_netdev("wire");
+    g_assert(wf.nc);
+    wf_setup(s);
 }
 
 static GString *wf_cmdline(FuzzTarget *t)
