@@ -138,6 +138,7 @@ typedef struct Wf {
     NetClientState *nc;                 /* the netdev */
     uint8_t *counters;                  /* shared with the input's process */
     bool fork;
+    bool debug;                         /* QRDMA_WIRE_FUZZ_DEBUG */
     unsigned reset_every;               /* without fork: inputs per set-up */
     unsigned inputs;
     int timeout_ms;                     /* of an input's process; -1: none */
@@ -822,6 +823,12 @@ static void wf_learn(const uint8_t *f, size_t len)
     opcode = f[0];
     dqpn = ldl_be_p(f + 4) & 0xffffff;
     psn = ldl_be_p(f + 8) & 0xffffff;
+    if (wf.debug) {
+        fprintf(stderr, "qrdma-wire: sent opcode 0x%02x to QPN 0x%x PSN 0x%x"
+                " AETH 0x%08x\n", opcode, dqpn, psn,
+                wf_ext_len(opcode) >= 4 && wf_is_response(opcode) ?
+                ldl_be_p(f + 12) : 0);
+    }
     for (i = 0; i < wf.nqp; i++) {
         WfQp *qp = &wf.qp[i];
 
@@ -977,7 +984,7 @@ static void wf_run(QTestState *s, const uint8_t *data, size_t size)
         size -= len + sep;
         rec = next + sep;
     }
-    if (getenv("QRDMA_WIRE_FUZZ_DEBUG")) {
+    if (wf.debug) {
         wf_debug();
     }
 }
@@ -1185,6 +1192,7 @@ static void wf_pre_fuzz(QTestState *s)
     const char *nofork = getenv("QRDMA_WIRE_FUZZ_NOFORK");
 
     wf.qts = s;
+    wf.debug = getenv("QRDMA_WIRE_FUZZ_DEBUG");
     wf.fork = !nofork;
     wf.reset_every = nofork ? atoi(nofork) : 0;
     wf.timeout_ms = getenv("QRDMA_WIRE_FUZZ_TIMEOUT") ?
