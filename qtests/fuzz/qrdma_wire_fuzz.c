@@ -1216,8 +1216,12 @@ static GString *wf_cmdline(FuzzTarget *t)
 
     g_assert_cmpint(socketpair(PF_UNIX, SOCK_DGRAM, 0, sv), ==, 0);
     wf.fd = sv[0];
+    /*
+     * -seed: the device draws QPN slots and key bytes at random, from
+     * QEMU's generator; seeded, an input replays as it ran.
+     */
     g_string_append_printf(cmd,
-        " -display none -machine q35,accel=qtest -m 128M -nodefaults"
+        " -display none -machine q35,accel=qtest -m 128M -nodefaults -seed 1"
         " -netdev dgram,id=wire,local.type=fd,local.str=%d"
         " -device qrdma,addr=04.0,id=qrdma0,netdev=wire,"
         "mac=52:54:00:00:02:0f ", sv[1]);
