@@ -47,14 +47,6 @@ describe() {
     esac
 }
 
-# dev_name DEV: the RDMA device (dev_addr, of lib-qrdma.sh: its address).
-dev_name() {
-    case $1 in
-        qrdma) echo "$QRDMA_DEV" ;;
-        rxe) echo "$RXE_DEV" ;;
-    esac
-}
-
 # --- UCX ----------------------------------------------------------------------------
 
 t_ucx_info() {

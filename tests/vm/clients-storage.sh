@@ -200,7 +200,13 @@ t_iser() {
     ip=$(dev_addr "$dev")
     iser_target_up || return 1
     [ -d "$src" ] || make_tree "$src" || return 1
-    iscsiadm -m discovery -t sendtargets -p "$ip:3260" -I iser || return 1
+    if ! iscsiadm -m discovery -t sendtargets -p "$ip:3260" -I iser; then
+        # What the CM and the device saw (issue 25 item 11): the CM IDs
+        # left, and the port's counters (dropped and duplicate packets).
+        rdma res show cm_id
+        rdma statistic show link "$(dev_name "$dev")/1"
+        return 1
+    fi
     disk=$(iser_login "$ip") || return 1
     iscsiadm -m session
     echo "INFO: $IQN over iser via $ip: $disk"

@@ -425,6 +425,14 @@ dev_addr() {
     esac
 }
 
+# dev_name DEV: the RDMA device of qrdma or rxe.
+dev_name() {
+    case $1 in
+        qrdma) echo "$QRDMA_DEV" ;;
+        rxe) echo "$RXE_DEV" ;;
+    esac
+}
+
 # run_tests: every test of $TESTS in order, then the plan.
 run_tests() {
     local t
