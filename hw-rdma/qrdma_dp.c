@@ -343,13 +343,19 @@ void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s)
 
 /* Packets */
 
+/* The port's GID an address vector sends from. */
+static const uint8_t *qrdma_dp_av_sgid(QrdmaCore *core,
+                                       const struct qrdma_av *av)
+{
+    /* The index was checked when the AV was set. */
+    return core->gid[av->sgid_index < QRDMA_GID_TABLE_LEN ?
+                     av->sgid_index : 0].gid;
+}
+
 void qrdma_dp_pkt_path(QrdmaCore *core, const struct qrdma_av *av,
                        QrdmaPkt *pkt)
 {
-    /* The index was checked when the AV was set. */
-    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ? av->sgid_index : 0;
-
-    memcpy(pkt->sgid, core->gid[sgid].gid, 16);
+    memcpy(pkt->sgid, qrdma_dp_av_sgid(core, av), 16);
     memcpy(pkt->dgid, av->dgid, 16);
     pkt->traffic_class = av->traffic_class;
     pkt->hop_limit = av->hop_limit;
@@ -377,11 +383,9 @@ static bool qrdma_dp_from_peer(QrdmaCore *core, const QrdmaQp *qp,
                                const QrdmaPkt *pkt)
 {
     const struct qrdma_av *av = &qp->attr.av;
-    unsigned sgid = av->sgid_index < QRDMA_GID_TABLE_LEN ?
-                    av->sgid_index : 0;
 
     if (!memcmp(pkt->sgid, av->dgid, 16) &&
-        !memcmp(pkt->dgid, core->gid[sgid].gid, 16) &&
+        !memcmp(pkt->dgid, qrdma_dp_av_sgid(core, av), 16) &&
         (pkt->vlan_id & 0xfff) == (le16_to_cpu(av->vlan_id) & 0xfff)) {
         return true;
     }
@@ -766,8 +770,6 @@ static void qrdma_qp_engines_reset(QrdmaQp *qp)
 
 void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp)
 {
-    qp->resp.answer_queued = false;
-    QSIMPLEQ_INIT(&qp->resp.held);
     qrdma_qp_engines_reset(qp);
     qp->mtu = qrdma_qp_mtu_of(qp);
     qp->sent = g_new0(QrdmaSent, QRDMA_SENT_MAX);

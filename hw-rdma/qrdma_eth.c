@@ -572,9 +572,13 @@ static ssize_t qrdma_eth_receive(NetClientState *nc, const uint8_t *buf,
         core->counters.eth_rx_dropped++;
         return size;
     }
-    if (eth->rx.pi == eth->rx.ci || !QSIMPLEQ_EMPTY(&eth->rx_backlog)) {
+    /*
+     * Frames wait only while the ring is empty: an ETH_RX_PI write
+     * delivers them until it is empty again, so this one comes behind
+     * them either way.
+     */
+    if (eth->rx.pi == eth->rx.ci) {
         qrdma_eth_rx_wait(core, buf, size);
-        qrdma_eth_rx_backlog_run(core);
         return size;
     }
     qrdma_eth_rx_deliver(core, buf, size);

@@ -384,12 +384,17 @@ static void qrdma_resp_empty_read_resp(QrdmaCore *core, QrdmaQp *qp,
  * in place of the oldest of the QP's max_dest_rd_atomic.  Its answer
  * will take psns PSNs.
  */
+static uint32_t qrdma_resp_res_max(const QrdmaQp *qp)
+{
+    return MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
+}
+
 static QrdmaRespRes *qrdma_resp_keep(QrdmaQp *qp, QrdmaResKind kind,
                                      const QrdmaPkt *pkt, uint32_t psns)
 {
     /* Not 0: requests that take one are refused then. */
-    uint32_t max = MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
-    QrdmaRespRes *res = &qp->resp.res[qp->resp.res_next++ % MAX(max, 1)];
+    uint32_t max = MAX(qrdma_resp_res_max(qp), 1);
+    QrdmaRespRes *res = &qp->resp.res[qp->resp.res_next++ % max];
 
     *res = (QrdmaRespRes) {
         .kind = kind,
@@ -409,10 +414,9 @@ static QrdmaRespRes *qrdma_resp_keep(QrdmaQp *qp, QrdmaResKind kind,
 static const QrdmaRespRes *qrdma_resp_res_of(const QrdmaQp *qp,
                                              QrdmaResKind kind, uint32_t psn)
 {
-    uint32_t max = MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
     uint32_t i;
 
-    for (i = 0; i < max; i++) {
+    for (i = 0; i < qrdma_resp_res_max(qp); i++) {
         const QrdmaRespRes *res = &qp->resp.res[i];
         int32_t d = qrdma_psn_diff(psn, res->psn);
 
@@ -421,6 +425,24 @@ static const QrdmaRespRes *qrdma_resp_res_of(const QrdmaQp *qp,
         }
     }
     return NULL;
+}
+
+/*
+ * The engine is to answer the READ pkt asks for, npkts responses from
+ * its PSN on; resumed: the rest of an earlier answer, so no FIRST.
+ */
+static void qrdma_resp_answer_start(QrdmaQp *qp, const QrdmaPkt *pkt,
+                                    uint32_t npkts, bool resumed)
+{
+    qp->resp.answer = (QrdmaReadAnswer) {
+        .active = true,
+        .resumed = resumed,
+        .psn = pkt->psn,
+        .npkts = npkts,
+        .va = pkt->va,
+        .rkey = pkt->rkey,
+        .len = pkt->dma_len,
+    };
 }
 
 /*
@@ -445,14 +467,7 @@ static QrdmaRxResult qrdma_resp_read(QrdmaCore *core, QrdmaQp *qp,
     qp->resp.msn++;
     *psns = len ? DIV_ROUND_UP(len, qrdma_qp_mtu(qp)) : 1;
     qrdma_resp_keep(qp, QRDMA_RES_READ, pkt, *psns);
-    qp->resp.answer = (QrdmaReadAnswer) {
-        .active = true,
-        .psn = pkt->psn,
-        .npkts = *psns,
-        .va = pkt->va,
-        .rkey = pkt->rkey,
-        .len = len,
-    };
+    qrdma_resp_answer_start(qp, pkt, *psns, false);
     return QRDMA_RX_OK;
 }
 
@@ -485,15 +500,9 @@ static void qrdma_resp_read_again(QrdmaCore *core, QrdmaQp *qp,
                                       pkt->rkey, pkt->dma_len);
         return;
     }
-    qp->resp.answer = (QrdmaReadAnswer) {
-        .active = true,
-        .resumed = pkt->psn != res->psn,
-        .psn = pkt->psn,
-        .npkts = res->psns - qrdma_psn_diff(pkt->psn, res->psn),
-        .va = pkt->va,
-        .rkey = pkt->rkey,
-        .len = pkt->dma_len,
-    };
+    qrdma_resp_answer_start(qp, pkt,
+                            res->psns - qrdma_psn_diff(pkt->psn, res->psn),
+                            pkt->psn != res->psn);
 }
 
 /*
