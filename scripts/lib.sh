@@ -48,6 +48,20 @@ qrdma_die() {
     exit 1
 }
 
+# qrdma_tap_failures TAP-FILE: copy each failed test point of a TAP stream
+# (not a TODO one) and the diagnostics under it to stderr.  meson test keeps
+# a TAP test's stdout in its log file but shows only stderr when the test
+# fails, and a CI machine's log file is gone with the machine.
+qrdma_tap_failures() {
+    [ -f "$1" ] || return 0
+    awk '
+        /^not ok / && !/# TODO/ { show = 1; print; next }
+        /^(ok|not ok) / { show = 0; next }
+        show && /^#/ { print; next }
+        { show = 0 }
+    ' "$1" >&2
+}
+
 # stage NAME DESCRIPTION CMD...: run one step, saying what it does and how
 # long it took, so a slow CI run shows where its time went.
 #

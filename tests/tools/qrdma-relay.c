@@ -20,6 +20,10 @@
  * -netdev dgram,local.path=VM_SOCKET,remote.path=RELAY_SOCKET.  With
  * --pcap it writes every frame as it came in, before any impairment, to a
  * pcap file (Ethernet), for tshark or scripts/roce-pcap.
+ *
+ * --drop-cm NAME[:N] drops, besides, the first N (default 1) RoCEv2
+ * connection manager MADs of one kind (REQ, REP, RTU, DREQ, ...): a loss
+ * the random ones reach only now and then, made certain for one test.
  */
 
 #define _GNU_SOURCE
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -79,7 +84,25 @@ typedef struct Rates {
 
 typedef struct Stats {
     uint64_t in, out, dropped, duplicated, reordered, corrupted, overflow;
+    uint64_t cm_dropped;
 } Stats;
+
+/* A kind of CM MAD to drop, by attribute ID, and how many more of it. */
+typedef struct CmDrop {
+    const char *name;
+    uint16_t attr_id;
+    unsigned left;
+} CmDrop;
+
+static CmDrop cm_drops[] = {
+    { .name = "req", .attr_id = 0x0010 },
+    { .name = "mra", .attr_id = 0x0011 },
+    { .name = "rej", .attr_id = 0x0012 },
+    { .name = "rep", .attr_id = 0x0013 },
+    { .name = "rtu", .attr_id = 0x0014 },
+    { .name = "dreq", .attr_id = 0x0015 },
+    { .name = "drep", .attr_id = 0x0016 },
+};
 
 static volatile sig_atomic_t stop;
 static Port ports[MAX_PORTS];
@@ -137,7 +160,9 @@ static void usage(FILE *f)
         "  --seed N        the random seed (default 1)\n"
         "  --duration SEC  stop after SEC seconds (default 3600)\n"
         "  --stats FILE    write the counts there at the end too\n"
-        "  --pcap FILE     write every frame as it came in to FILE (pcap)\n");
+        "  --pcap FILE     write every frame as it came in to FILE (pcap)\n"
+        "  --drop-cm NAME[:N]  drop the first N (default 1) CM MADs NAME:\n"
+        "                  req mra rej rep rtu dreq drep (may be repeated)\n");
 }
 
 static int port_open(const char *spec)
@@ -331,6 +356,88 @@ static void pcap_frame(const uint8_t *buf, uint32_t len)
     }
 }
 
+static uint16_t be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/*
+ * The CM attribute ID of a frame that carries a connection manager MAD
+ * (RoCEv2: UDP 4791, a UD SEND to QP1, management class 7), or 0.
+ */
+static uint16_t cm_attr_id(const uint8_t *buf, uint32_t len)
+{
+    uint32_t off = 12, ip_len;
+    uint16_t type;
+
+    if (len < off + 2) {
+        return 0;
+    }
+    type = be16(buf + off);
+    off += 2;
+    if (type == 0x8100 && len >= off + 4) {
+        type = be16(buf + off + 2);
+        off += 4;
+    }
+    if (type == 0x0800 && len >= off + 20 && buf[off + 9] == 17) {
+        ip_len = (buf[off] & 0xf) * 4;
+    } else if (type == 0x86dd && len >= off + 40 && buf[off + 6] == 17) {
+        ip_len = 40;
+    } else {
+        return 0;
+    }
+    off += ip_len;
+    /* UDP 8, BTH 12, DETH 8, then the MAD's common header (24). */
+    if (len < off + 8 + 12 + 8 + 24 || be16(buf + off + 2) != 4791) {
+        return 0;
+    }
+    off += 8;
+    if (buf[off] != 0x64 ||                             /* UD SEND Only */
+        (buf[off + 5] << 16 | buf[off + 6] << 8 | buf[off + 7]) != 1) {
+        return 0;
+    }
+    off += 12 + 8;
+    return buf[off + 1] == 0x07 ? be16(buf + off + 16) : 0;
+}
+
+/* Whether a frame is a CM MAD --drop-cm still wants dropped. */
+static bool cm_drop(const uint8_t *buf, uint32_t len)
+{
+    uint16_t attr = cm_attr_id(buf, len);
+    size_t i;
+
+    for (i = 0; attr && i < sizeof(cm_drops) / sizeof(cm_drops[0]); i++) {
+        if (cm_drops[i].attr_id == attr && cm_drops[i].left) {
+            cm_drops[i].left--;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool parse_cm_drop(const char *s)
+{
+    const char *colon = strchr(s, ':');
+    size_t n = colon ? (size_t)(colon - s) : strlen(s), i;
+    unsigned long count = 1;
+    char *end;
+
+    if (colon) {
+        count = strtoul(colon + 1, &end, 10);
+        if (!colon[1] || *end || !count || count > 1000000) {
+            return false;
+        }
+    }
+    for (i = 0; i < sizeof(cm_drops) / sizeof(cm_drops[0]); i++) {
+        if (strlen(cm_drops[i].name) == n &&
+            !strncasecmp(cm_drops[i].name, s, n)) {
+            cm_drops[i].left = count;
+            return true;
+        }
+    }
+    return false;
+}
+
 static void take(const Rates *r, int from, uint8_t *buf, uint32_t len)
 {
     uint64_t now = now_ns(), due = now;
@@ -345,6 +452,11 @@ static void take(const Rates *r, int from, uint8_t *buf, uint32_t len)
         if (held[i].behind && --held[i].behind == 0) {
             held[i].due_ns = now;
         }
+    }
+    /* Before any random choice: the seed's sequence stays the same. */
+    if (cm_drop(buf, len)) {
+        stats.cm_dropped++;
+        return;
     }
     if (chance(r->drop)) {
         stats.dropped++;
@@ -390,6 +502,10 @@ static void print_stats(FILE *f, const Rates *r, unsigned long seed)
             (unsigned long long)stats.reordered,
             (unsigned long long)stats.corrupted,
             (unsigned long long)stats.overflow);
+    if (stats.cm_dropped) {
+        fprintf(f, "CM MADs dropped %llu\n",
+                (unsigned long long)stats.cm_dropped);
+    }
 }
 
 static bool parse_rate(const char *s, double *v)
@@ -422,6 +538,7 @@ int main(int argc, char **argv)
         { "duration", required_argument, NULL, 't' },
         { "stats", required_argument, NULL, 'o' },
         { "pcap", required_argument, NULL, 'p' },
+        { "drop-cm", required_argument, NULL, 'm' },
         { "help", no_argument, NULL, 'h' },
         { 0 }
     };
@@ -464,6 +581,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             break;
+        case 'm': ok = parse_cm_drop(optarg); break;
         case 'h':
             usage(stdout);
             return 0;
