@@ -17,6 +17,7 @@
 
 #include "qrdma-hw.h"
 #include "qrdma-abi.h"
+#include "qrdma_compat.h"
 #include "qrdma_cmd.h"
 #include "qrdma_cmdq.h"
 
@@ -394,7 +395,7 @@ int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 int qrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int qrdma_dealloc_mw(struct ib_mw *ibmw);
 int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct uverbs_attr_bundle *attrs);
+		    QRDMA_CREATE_CQ_UDATA *udata_or_attrs);
 int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,

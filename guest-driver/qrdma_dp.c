@@ -504,8 +504,10 @@ static enum ib_wc_opcode qrdma_wc_opcode(u8 opcode)
 	case QRDMA_WC_FETCH_ADD: return IB_WC_FETCH_ADD;
 	case QRDMA_WC_LOCAL_INV: return IB_WC_LOCAL_INV;
 	case QRDMA_WC_REG_MR: return IB_WC_REG_MR;
+#ifdef QRDMA_HAVE_FLUSH_ATOMIC_WRITE
 	case QRDMA_WC_ATOMIC_WRITE: return IB_WC_ATOMIC_WRITE;
 	case QRDMA_WC_FLUSH: return IB_WC_FLUSH;
+#endif
 	case QRDMA_WC_RECV_RDMA_WITH_IMM: return IB_WC_RECV_RDMA_WITH_IMM;
 	case QRDMA_WC_RECV:
 	default: return IB_WC_RECV;

@@ -856,6 +856,7 @@ static int qrdma_ib_device_add(struct qrdma_dev *dev)
 		dev_err(dmadev, "QUERY_DEVICE failed: %d\n", err);
 		return err;
 	}
+	dev->attr.device_caps &= ~QRDMA_DEV_CAPS_KERNEL_LACKS;
 	err = qrdma_cmd_query_port(&dev->cmdq, QRDMA_PORT, &dev->port);
 	if (err) {
 		dev_err(dmadev, "QUERY_PORT failed: %d\n", err);

@@ -27,7 +27,9 @@ static_assert(IB_ACCESS_REMOTE_WRITE == QRDMA_ACCESS_REMOTE_WRITE);
 static_assert(IB_ACCESS_REMOTE_READ == QRDMA_ACCESS_REMOTE_READ);
 static_assert(IB_ACCESS_REMOTE_ATOMIC == QRDMA_ACCESS_REMOTE_ATOMIC);
 static_assert(IB_ACCESS_MW_BIND == QRDMA_ACCESS_MW_BIND);
+#ifdef QRDMA_HAVE_FLUSH_ATOMIC_WRITE
 static_assert(IB_ACCESS_FLUSH_GLOBAL == QRDMA_ACCESS_FLUSH_GLOBAL);
+#endif
 static_assert(IB_QP_STATE == QRDMA_QP_ATTR_STATE);
 static_assert(IB_QP_CUR_STATE == QRDMA_QP_ATTR_CUR_STATE);
 static_assert(IB_QP_EN_SQD_ASYNC_NOTIFY == QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY);
@@ -261,6 +263,7 @@ int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
 				  IB_DEVICE_SYS_IMAGE_GUID;
 	if (attr->device_caps & QRDMA_DEV_CAP_SRQ_RESIZE)
 		props->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+#ifdef QRDMA_HAVE_FLUSH_ATOMIC_WRITE
 	/* User space posts it (ibv_wr_atomic_write); kernel WRs cannot. */
 	if (attr->device_caps & QRDMA_DEV_CAP_ATOMIC_WRITE)
 		props->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
@@ -270,6 +273,7 @@ int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
 	 */
 	if (attr->device_caps & QRDMA_DEV_CAP_FLUSH_GLOBAL)
 		props->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
+#endif
 	/* User space binds them; kernel WRs have no bind any more. */
 	if (attr->device_caps & QRDMA_DEV_CAP_MW) {
 		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
@@ -1054,9 +1058,9 @@ static int qrdma_kernel_cq_rings(struct qrdma_dev *dev, struct qrdma_cq *cq,
 }
 
 int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct uverbs_attr_bundle *attrs)
+		    QRDMA_CREATE_CQ_UDATA *udata_or_attrs)
 {
-	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+	struct ib_udata *udata = qrdma_create_cq_udata(udata_or_attrs);
 	struct qrdma_dev *dev = to_qdev(ibcq->device);
 	struct qrdma_ibv_create_cq_resp resp = {};
 	struct qrdma_cq *cq = to_qcq(ibcq);

@@ -220,6 +220,30 @@ guest_kernel_release() {
         awk '{print $1}' | sed 's/^linux-image-//' | sort -V | tail -n 1
 }
 
+# kernel_on_host KVER: whether the host's apt has KVER's headers (Debian
+# 12's own series), which build on the host; newer ones build in
+# scripts/kernel-root.
+kernel_on_host() {
+    apt-cache show "linux-headers-$1" >/dev/null 2>&1
+}
+
+# kernel_matrix: the kernels the driver is built for by build-driver
+# --kernels, one flavour release per line: the newest ABI of each minor
+# version Debian packages, the host's (bookworm, bookworm-backports) first,
+# then trixie's and trixie-backports' (scripts/kernel-root list) for the
+# minor versions the host has not.
+kernel_matrix() {
+    local host
+    host=$(apt-cache search --names-only '^linux-headers-[0-9]+\.[0-9]+\.[0-9]+(-[0-9]+|\+[a-z0-9.+~]+)-amd64$' |
+        awk '{print $1}' | sed 's/^linux-headers-//' | sort -V |
+        awk -F. '{m = $1 "." $2} m != last && last != "" {print keep} {keep = $0; last = m} END {if (keep != "") print keep}')
+    printf '%s\n' "$host"
+    [ -x "$QRDMA_ROOT/scripts/kernel-root" ] || return 0
+    "$QRDMA_ROOT/scripts/kernel-root" list |
+        awk -F. -v have="$(printf '%s\n' "$host" | awk -F. '{printf "%s.%s ", $1, $2}')" \
+            'index(" " have, " " $1 "." $2 " ") == 0'
+}
+
 # guest_kernel_headers KVER: the kbuild directory for building modules
 # against the guest kernel KVER, unpacked once into the cache from Debian's
 # linux-headers and linux-kbuild packages.  Installing linux-headers would
@@ -239,14 +263,20 @@ guest_kernel_headers() {
 # unpack_kernel_headers KVER ROOT: under the lock, into a directory of its
 # own, renamed into place whole; headers unused for 30 days go.
 unpack_kernel_headers() {
-    local kver=$1 root=$2 base=${1%-amd64} dl pkg
+    local kver=$1 root=$2 dl pkg pkgs
     [ ! -f "$root/.done" ] || return 0
     mkdir -p "$QRDMA_CACHE/kernel-headers"
+    # The common headers and kbuild are named differently from one Debian
+    # kernel series to the next (linux-kbuild-6.1, linux-kbuild-6.12.117+deb12):
+    # the flavour's package says which.
+    pkgs=$(apt-cache depends "linux-headers-$kver" 2>/dev/null |
+        awk '$1 == "Depends:" && $2 ~ /^linux-(headers|kbuild)-/ {print $2}')
+    [ -n "$pkgs" ] || qrdma_die "apt knows no linux-headers-$kver; run scripts/setup-host"
     dl=$(mktemp -d "$QRDMA_CACHE/kernel-headers/dl.XXXXXX")
     # apt drops privileges to _apt for downloads; let it write there.
     [ "$(id -u)" -ne 0 ] || chown _apt "$dl" 2>/dev/null || true
-    (cd "$dl" && apt-get download -q "linux-headers-$kver" \
-        "linux-headers-$base-common" "linux-kbuild-$base") >/dev/null 2>&1 || {
+    # shellcheck disable=SC2086 # package names, one per word
+    (cd "$dl" && apt-get download -q "linux-headers-$kver" $pkgs) >/dev/null 2>&1 || {
         rm -rf "$dl"
         qrdma_die "apt-get download of the headers of $kver failed; run scripts/setup-host"
     }

@@ -31,6 +31,8 @@
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
+#include "qrdma_config.h"
+
 static char *ibdev = "qrdma0";
 module_param(ibdev, charp, 0444);
 MODULE_PARM_DESC(ibdev, "the RDMA device cached_port_state reads");
@@ -89,10 +91,32 @@ static int pt_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/* The netdev of the port, held. */
+static struct net_device *pt_port_netdev(struct ib_device *dev)
+{
+#ifdef QRDMA_HAVE_IB_DEVICE_GET_NETDEV
+	return ib_device_get_netdev(dev, 1);
+#else
+	struct net_device *ndev, *found = NULL;
+
+	/* Not exported yet: qrdma's netdev is the one of its PCI function. */
+	rcu_read_lock();
+	for_each_netdev_rcu(&init_net, ndev) {
+		if (ndev->dev.parent == dev->dev.parent) {
+			dev_hold(ndev);
+			found = ndev;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
+#endif
+}
+
 /* Until the netdev of the port is up with carrier; kprobe context. */
 static void pt_hold(struct ib_device *dev)
 {
-	struct net_device *ndev = ib_device_get_netdev(dev, 1);
+	struct net_device *ndev = pt_port_netdev(dev);
 	int ms;
 
 	if (!ndev) {
