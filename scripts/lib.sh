@@ -214,10 +214,42 @@ with_cache_lock() {
 }
 
 # The newest Debian 12 build of Linux 6.12 LTS that apt knows, e.g.
-# "6.12.48+deb12-amd64" (resolved, never pinned, so security updates flow in).
-guest_kernel_release() {
+# "6.12.48+deb12-amd64" (resolved, never pinned, so security updates flow
+# in): the kernel the guest boots unless told otherwise, and the one
+# build-driver builds guest-driver/qrdma.ko for in place.
+default_kernel_release() {
     apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64$' |
         awk '{print $1}' | sed 's/^linux-image-//' | sort -V | tail -n 1
+}
+
+# The kernel the guest boots: QRDMA_GUEST_KERNEL, a flavour release
+# (6.1.0-56-amd64) or a minor version (6.1: the newest ABI of it in
+# kernel_matrix), else the default.
+guest_kernel_release() {
+    case ${QRDMA_GUEST_KERNEL:-} in
+        '') default_kernel_release ;;
+        *-amd64) printf '%s\n' "$QRDMA_GUEST_KERNEL" ;;
+        *) kernel_matrix | awk -v m="$QRDMA_GUEST_KERNEL." 'index($0, m) == 1' | tail -n 1 ;;
+    esac
+}
+
+# qrdma_ko_dir KVER: where build-driver leaves qrdma.ko for KVER.
+qrdma_ko_dir() {
+    if [ "$1" = "$(default_kernel_release)" ]; then
+        printf '%s\n' "$QRDMA_ROOT/guest-driver"
+    else
+        printf '%s\n' "$QRDMA_ROOT/build/kernels/$1/guest-driver"
+    fi
+}
+
+# installed_guest_dir KVER: where install-guest puts the image with qrdma
+# for KVER (and run-vm boots it from).
+installed_guest_dir() {
+    if [ "$1" = "$(default_kernel_release)" ]; then
+        printf '%s\n' "$QRDMA_ROOT/build/guest"
+    else
+        printf '%s\n' "$QRDMA_ROOT/build/guest-$1"
+    fi
 }
 
 # kernel_on_host KVER: whether the host's apt has KVER's headers (Debian

@@ -243,7 +243,7 @@ t_unbind_bind_under_load() {
 # These make the driver log errors on purpose: each checks the kernel
 # log lines of its own for reports of bugs, then clears the log.
 
-PROBE_KO=$QRDMA_SRC_DIR/tests/kverbs/qrdma_probe_test.ko
+PROBE_KO=$QRDMA_KVERBS_DIR/qrdma_probe_test.ko
 PCI_DRV=/sys/bus/pci/drivers/qrdma
 QRDMA_BDF=
 

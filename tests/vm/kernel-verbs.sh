@@ -9,7 +9,7 @@ set -uo pipefail
 . "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
 
 LOGDIR=${QRDMA_OUT:-/tmp}/kernel-verbs
-KO_DIR=$QRDMA_SRC_DIR/tests/kverbs
+KO_DIR=$QRDMA_KVERBS_DIR
 mkdir -p "$LOGDIR"
 
 describe() {

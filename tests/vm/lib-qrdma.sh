@@ -35,6 +35,12 @@
 
 QRDMA_SRC_DIR=${QRDMA_SRC:-/qrdma/src}
 QRDMA_PROVIDER_DIR=${QRDMA_PROVIDER_DIR:-$QRDMA_SRC_DIR/build/provider}
+# The kernel test modules for the kernel running: the tree's own, built for
+# the default kernel, or build-driver --kernel's for another.
+QRDMA_KVERBS_DIR=$QRDMA_SRC_DIR/tests/kverbs
+[ "$(modinfo -F vermagic "$QRDMA_KVERBS_DIR/qrdma_kverbs_test.ko" 2>/dev/null |
+     cut -d' ' -f1)" = "$(uname -r)" ] ||
+    QRDMA_KVERBS_DIR=$QRDMA_SRC_DIR/build/kernels/$(uname -r)/tests/kverbs
 QRDMA_DEV=${QRDMA_DEV:-qrdma0}
 QRDMA_IP=${QRDMA_IP:-10.0.3.15}
 QRDMA_SYS=/sys/class/infiniband/$QRDMA_DEV
