@@ -386,6 +386,7 @@ int qrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt_addr, int access,
+				QRDMA_REG_USER_MR_DMAH
 				struct ib_udata *udata);
 struct ib_mr *qrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 			     u32 max_num_sg);
@@ -396,7 +397,8 @@ int qrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int qrdma_dealloc_mw(struct ib_mw *ibmw);
 int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    QRDMA_CREATE_CQ_UDATA *udata_or_attrs);
-int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int qrdma_resize_cq(struct ib_cq *ibcq, QRDMA_RESIZE_CQ_SIZE cqe,
+		    struct ib_udata *udata);
 int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		    struct ib_udata *udata);

@@ -8,6 +8,7 @@
 #ifndef _QRDMA_COMPAT_H_
 #define _QRDMA_COMPAT_H_
 
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -44,5 +45,33 @@ static inline struct ib_udata *qrdma_create_cq_udata(struct ib_udata *udata)
 	return udata;
 }
 #endif
+
+/*
+ * Linux 6.17 tells reg_user_mr the DMA handle (TPH steering) the MR is to
+ * use; qrdma has none to offer.
+ */
+#ifdef QRDMA_HAVE_REG_USER_MR_DMAH
+#define QRDMA_REG_USER_MR_DMAH	struct ib_dmah *dmah,
+#else
+#define QRDMA_REG_USER_MR_DMAH
+#endif
+
+/* Newer kernels resize CQs for user space only, the size unsigned. */
+#ifdef QRDMA_HAVE_RESIZE_USER_CQ
+#define QRDMA_RESIZE_CQ_SIZE	unsigned int
+#else
+#define QRDMA_RESIZE_CQ_SIZE	int
+#endif
+
+static inline struct ib_umem *qrdma_umem_get(struct ib_device *ibdev,
+					     unsigned long addr, size_t size,
+					     int access)
+{
+#ifdef QRDMA_HAVE_IB_UMEM_GET_VA
+	return ib_umem_get_va(ibdev, addr, size, access);
+#else
+	return ib_umem_get(ibdev, addr, size, access);
+#endif
+}
 
 #endif /* _QRDMA_COMPAT_H_ */

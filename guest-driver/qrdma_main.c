@@ -615,7 +615,11 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.query_srq = qrdma_query_srq,
 	.reg_user_mr = qrdma_reg_user_mr,
 	.req_notify_cq = qrdma_req_notify_cq,
+#ifdef QRDMA_HAVE_RESIZE_USER_CQ
+	.resize_user_cq = qrdma_resize_cq,
+#else
 	.resize_cq = qrdma_resize_cq,
+#endif
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qrdma_cq, ibcq),

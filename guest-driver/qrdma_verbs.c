@@ -133,8 +133,8 @@ static struct ib_umem *qrdma_uring_get(struct qrdma_dev *dev, u64 va,
 			  va);
 		return ERR_PTR(-EINVAL);
 	}
-	umem = ib_umem_get(&dev->ibdev, va, (size_t)npages * QRDMA_PAGE_SIZE,
-			   IB_ACCESS_LOCAL_WRITE);
+	umem = qrdma_umem_get(&dev->ibdev, va, (size_t)npages * QRDMA_PAGE_SIZE,
+			      IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(umem)) {
 		ibdev_dbg(&dev->ibdev, "cannot pin ring at %#llx: %ld\n", va,
 			  PTR_ERR(umem));
@@ -695,6 +695,7 @@ static unsigned long qrdma_umem_page_sizes(struct ib_umem *umem,
 
 struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt_addr, int access,
+				QRDMA_REG_USER_MR_DMAH
 				struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibpd->device);
@@ -716,6 +717,12 @@ struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 
 	if (!qrdma_udata_is_empty(&dev->ibdev, udata))
 		return ERR_PTR(-EINVAL);
+#ifdef QRDMA_HAVE_REG_USER_MR_DMAH
+	if (dmah) {
+		ibdev_dbg(&dev->ibdev, "MR with a DMA handle: none offered\n");
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+#endif
 	err = qrdma_mr_access(&dev->ibdev, access, &params.access);
 	if (err)
 		return ERR_PTR(err);
@@ -730,7 +737,7 @@ struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	mr->umem = qrdma_umem_get(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
 		err = PTR_ERR(mr->umem);
 		ibdev_dbg(&dev->ibdev, "cannot pin MR memory: %d\n", err);
@@ -1012,8 +1019,8 @@ static int qrdma_user_cq_rings(struct qrdma_dev *dev, struct qrdma_cq *cq,
 	}
 	params->pages_dma = pl->dma;
 
-	cq->ci_umem = ib_umem_get(&dev->ibdev, cmd.ci_va, sizeof(u32),
-				  IB_ACCESS_LOCAL_WRITE);
+	cq->ci_umem = qrdma_umem_get(&dev->ibdev, cmd.ci_va, sizeof(u32),
+				     IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(cq->ci_umem)) {
 		err = PTR_ERR(cq->ci_umem);
 		cq->ci_umem = NULL;
@@ -1242,14 +1249,15 @@ static int qrdma_resize_user_cq(struct qrdma_dev *dev, struct qrdma_cq *cq,
 	return qrdma_copy_resp(&dev->ibdev, udata, &resp, sizeof(resp));
 }
 
-int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+int qrdma_resize_cq(struct ib_cq *ibcq, QRDMA_RESIZE_CQ_SIZE cqe,
+		    struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibcq->device);
 	struct qrdma_cq *cq = to_qcq(ibcq);
 	int err;
 
-	if (cqe <= 0 || cqe > dev->attr.max_cqe) {
-		ibdev_dbg(&dev->ibdev, "bad CQ size %d\n", cqe);
+	if (cqe < 1 || cqe > dev->attr.max_cqe) {
+		ibdev_dbg(&dev->ibdev, "bad CQ size %lld\n", (long long)cqe);
 		return -EINVAL;
 	}
 	/*

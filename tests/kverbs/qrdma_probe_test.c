@@ -56,13 +56,37 @@ MODULE_PARM_DESC(shutdown, "call the PCI shutdown of this qrdma function at load
 
 #define PT_HOLD_MS 10000
 
+/*
+ * The ib_device named ibdev, held: found through the netdevs, as no
+ * lookup by name is exported on every kernel (7.x has none).
+ */
+static struct ib_device *pt_ibdev_get(void)
+{
+	struct ib_device *dev, *found = NULL;
+	struct net_device *ndev;
+
+	rcu_read_lock();
+	for_each_netdev_rcu(&init_net, ndev) {
+		dev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+		if (!dev)
+			continue;
+		if (!strcmp(dev_name(&dev->dev), ibdev)) {
+			found = dev;
+			break;
+		}
+		ib_device_put(dev);
+	}
+	rcu_read_unlock();
+	return found;
+}
+
 static int pt_get_cached_state(char *buf, const struct kernel_param *kp)
 {
 	enum ib_port_state state;
 	struct ib_device *dev;
 	int err;
 
-	dev = ib_device_get_by_name(ibdev, RDMA_DRIVER_UNKNOWN);
+	dev = pt_ibdev_get();
 	if (!dev)
 		return -ENODEV;
 	err = ib_get_cached_port_state(dev, 1, &state);
