@@ -22,8 +22,10 @@
  * pcap file (Ethernet), for tshark or scripts/roce-pcap.
  *
  * --drop-cm NAME[:N] drops, besides, the first N (default 1) RoCEv2
- * connection manager MADs of one kind (REQ, REP, RTU, DREQ, ...): a loss
- * the random ones reach only now and then, made certain for one test.
+ * connection manager MADs of one kind (REQ, REP, RTU, DREQ, ...), and
+ * --drop-nd N the first N IPv6 neighbour solicitations (not duplicate
+ * address detection's): losses the random ones reach only now and then,
+ * made certain for one test.
  */
 
 #define _GNU_SOURCE
@@ -84,7 +86,7 @@ typedef struct Rates {
 
 typedef struct Stats {
     uint64_t in, out, dropped, duplicated, reordered, corrupted, overflow;
-    uint64_t cm_dropped;
+    uint64_t cm_dropped, nd_dropped;
 } Stats;
 
 /* A kind of CM MAD to drop, by attribute ID, and how many more of it. */
@@ -93,6 +95,9 @@ typedef struct CmDrop {
     uint16_t attr_id;
     unsigned left;
 } CmDrop;
+
+/* Neighbour solicitations still to drop (--drop-nd). */
+static unsigned nd_drops;
 
 static CmDrop cm_drops[] = {
     { .name = "req", .attr_id = 0x0010 },
@@ -162,7 +167,8 @@ static void usage(FILE *f)
         "  --stats FILE    write the counts there at the end too\n"
         "  --pcap FILE     write every frame as it came in to FILE (pcap)\n"
         "  --drop-cm NAME[:N]  drop the first N (default 1) CM MADs NAME:\n"
-        "                  req mra rej rep rtu dreq drep (may be repeated)\n");
+        "                  req mra rej rep rtu dreq drep (may be repeated)\n"
+        "  --drop-nd N     drop the first N IPv6 neighbour solicitations\n");
 }
 
 static int port_open(const char *spec)
@@ -400,6 +406,35 @@ static uint16_t cm_attr_id(const uint8_t *buf, uint32_t len)
     return buf[off + 1] == 0x07 ? be16(buf + off + 16) : 0;
 }
 
+/*
+ * Whether a frame is an IPv6 neighbour solicitation from an address (not
+ * duplicate address detection's, from ::) that --drop-nd still wants
+ * dropped.  Only without extension headers, as Linux sends them.
+ */
+static bool nd_drop(const uint8_t *buf, uint32_t len)
+{
+    static const uint8_t unspecified[16];
+    uint32_t off = 14;
+
+    if (!nd_drops || len < off + 40 + 1) {
+        return false;
+    }
+    if (be16(buf + 12) == 0x8100) {
+        off += 4;
+        if (len < off + 40 + 1 || be16(buf + 16) != 0x86dd) {
+            return false;
+        }
+    } else if (be16(buf + 12) != 0x86dd) {
+        return false;
+    }
+    if (buf[off + 6] != 58 || buf[off + 40] != 135 ||
+        !memcmp(buf + off + 8, unspecified, 16)) {
+        return false;
+    }
+    nd_drops--;
+    return true;
+}
+
 /* Whether a frame is a CM MAD --drop-cm still wants dropped. */
 static bool cm_drop(const uint8_t *buf, uint32_t len)
 {
@@ -458,6 +493,10 @@ static void take(const Rates *r, int from, uint8_t *buf, uint32_t len)
         stats.cm_dropped++;
         return;
     }
+    if (nd_drop(buf, len)) {
+        stats.nd_dropped++;
+        return;
+    }
     if (chance(r->drop)) {
         stats.dropped++;
         return;
@@ -506,6 +545,10 @@ static void print_stats(FILE *f, const Rates *r, unsigned long seed)
         fprintf(f, "CM MADs dropped %llu\n",
                 (unsigned long long)stats.cm_dropped);
     }
+    if (stats.nd_dropped) {
+        fprintf(f, "neighbour solicitations dropped %llu\n",
+                (unsigned long long)stats.nd_dropped);
+    }
 }
 
 static bool parse_rate(const char *s, double *v)
@@ -539,6 +582,7 @@ int main(int argc, char **argv)
         { "stats", required_argument, NULL, 'o' },
         { "pcap", required_argument, NULL, 'p' },
         { "drop-cm", required_argument, NULL, 'm' },
+        { "drop-nd", required_argument, NULL, 'n' },
         { "help", no_argument, NULL, 'h' },
         { 0 }
     };
@@ -582,6 +626,10 @@ int main(int argc, char **argv)
             }
             break;
         case 'm': ok = parse_cm_drop(optarg); break;
+        case 'n':
+            ok = parse_num(optarg, &v) && v <= 1000000;
+            nd_drops = v;
+            break;
         case 'h':
             usage(stdout);
             return 0;

@@ -104,10 +104,26 @@ ipv6_gid_index() {
     return 1
 }
 
+# peer_ll6: the peer's IPv6 link-local address, made from its MAC (EUI-64).
+peer_ll6() {
+    local a b c d e f
+    IFS=: read -r a b c d e f <<<"$PAIR_PEER_MAC"
+    printf 'fe80::%x:%x:%x:%x\n' $(((0x$a ^ 2) << 8 | 0x$b)) $((0x$c << 8 | 0xff)) \
+        $((0xfe << 8 | 0x$d)) $((0x$e << 8 | 0x$f))
+}
+
 t_rc_pingpong_ipv6() {
-    local GID
+    local GID ll
     GID=$(ipv6_gid_index) || return 1
     echo "INFO: $PAIR_ROLE: GID index $GID, $(cat "/sys/class/infiniband/$PAIR_DEV/ports/1/gids/$GID")"
+    # ib_core finds a RoCE v2 destination's MAC in the IPv6 neighbour
+    # table, giving neighbour discovery one second at the modify to RTR:
+    # behind the lossy relay, or on a loaded host under TCG, that second
+    # may pass ("Failed to modify QP to RTR").  The entry made first, as
+    # ND makes it with its own retries; nothing else here talks IPv6.
+    ll=$(peer_ll6)
+    timeout 60 ping -6 -c 1 -w 30 "$ll%$PAIR_NETDEV" >/dev/null ||
+        { echo "no answer from the peer's $ll"; return 1; }
     pingpong ibv_rc_pingpong -n "$PP_ITERS" -s 8192
 }
 
