@@ -75,9 +75,9 @@ all_installed() {
 }
 
 # only_kernels KVER...: a system with these kernels' headers and no
-# other: the root holds every kernel any build asked for, and dkms builds
-# for each kbuild directory in /lib/modules (in a chroot, where the
-# running kernel is not installed).  The others' links go, in this copy.
+# other: the root holds every kernel any build asked for, and Debian's
+# dkms builds for each kbuild directory in /lib/modules (it sets
+# autoinstall_all_kernels).  The others' links go, in this copy.
 only_kernels() {
     local dir kver keep k
     for dir in /lib/modules/*/; do
