@@ -355,6 +355,18 @@ int main(int argc, char **argv)
 	k = post_writes(1, NWRITES) ? -1 : 0;
 	usleep(200000);
 	page = k ? 0 : resize_held(&r);
+	if (!page && atomic_load(&r.done) && r.ret == EFAULT) {
+		/*
+		 * On some kernels (Linux 6.1; 6.12 and 7.3 wait) pinning a
+		 * page that userfaultfd has to fill fails with EFAULT
+		 * instead of waiting for it: no resize can be held in the
+		 * kernel, so what the others do meanwhile is not seen.
+		 */
+		while (n < 9)
+			printf("ok %d - resize held in the kernel # SKIP this kernel's page pinning fails on a userfaultfd page (EFAULT) instead of waiting\n",
+			       ++n);
+		return 0;
+	}
 	check(page && !atomic_load(&r.done),
 	      "resize: ibv_resize_cq is held in the kernel, pinning its new ring");
 	if (!page) {
