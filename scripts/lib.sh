@@ -233,6 +233,12 @@ guest_kernel_release() {
     esac
 }
 
+# kernel_minor KVER: its "major.minor" (6.1 of 6.1.0-56-amd64), the name
+# QRDMA_GUEST_KERNEL also takes.
+kernel_minor() {
+    printf '%s\n' "$1" | cut -d. -f1,2
+}
+
 # qrdma_ko_dir KVER: where build-driver leaves qrdma.ko for KVER.
 qrdma_ko_dir() {
     if [ "$1" = "$(default_kernel_release)" ]; then
