@@ -43,6 +43,11 @@ enum qrdma_ucontext_caps {
 	 * windows of type 1 and 2B, which ibv_alloc_mw() makes.
 	 */
 	QRDMA_UCONTEXT_CAP_MW = 1 << 3,
+	/*
+	 * A CQ created with QRDMA_CREATE_CQ_VLAN has the VLAN of UD receive
+	 * completions in its CQEs (QRDMA_CQE_F_VLAN, vlan_id).
+	 */
+	QRDMA_UCONTEXT_CAP_CQE_VLAN = 1 << 4,
 };
 
 struct qrdma_ibv_alloc_ucontext_resp {
@@ -65,8 +70,16 @@ struct qrdma_ibv_alloc_ucontext_resp {
 	__u32 max_inline_data;
 };
 
+enum qrdma_create_cq_comp_mask {
+	/*
+	 * Request: CQEs with the VLAN instead of the P_Key index (only with
+	 * QRDMA_UCONTEXT_CAP_CQE_VLAN); response: they have it.
+	 */
+	QRDMA_CREATE_CQ_VLAN = 1 << 0,
+};
+
 struct qrdma_ibv_create_cq {
-	__u32 comp_mask;
+	__u32 comp_mask;		/* enum qrdma_create_cq_comp_mask */
 	/* Ring entries: a power of two, at least the CQ size asked for. */
 	__u32 entries;
 	/* The ring: entries * cqe_size bytes, rounded up to whole pages. */
@@ -76,7 +89,7 @@ struct qrdma_ibv_create_cq {
 };
 
 struct qrdma_ibv_create_cq_resp {
-	__u32 comp_mask;
+	__u32 comp_mask;		/* enum qrdma_create_cq_comp_mask */
 	__u32 cqn;
 	__u32 entries;
 	__u32 reserved;

@@ -339,6 +339,7 @@ int qrdma_cmd_create_cq(struct qrdma_cmdq *cmdq,
 	qrdma_cmd_init(&cmd, QRDMA_CMD_CREATE_CQ, params->uctx);
 	qrdma_cmd_fill_cq(&cmd, params);
 	cmd.cq.eq = cpu_to_le32(params->eq);
+	cmd.cq.flags = cpu_to_le32(params->flags);
 	cmd.cq.ci_addr = cpu_to_le64(params->ci_dma);
 	err = qrdma_cmd_exec(cmdq, &cmd, &cmpl, NULL, 0);
 	if (err)

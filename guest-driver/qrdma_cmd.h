@@ -145,6 +145,7 @@ struct qrdma_cq_params {
 	u32 npages;
 	u32 log2_entries;
 	u32 eq;				/* CREATE_CQ */
+	u32 flags;			/* CREATE_CQ: QRDMA_CQ_F_* */
 	u32 ci;				/* RESIZE_CQ */
 	dma_addr_t ci_dma;		/* CREATE_CQ, 0: none */
 };

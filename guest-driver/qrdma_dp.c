@@ -10,6 +10,8 @@
  * runs a queue in order, so every WQE before it is done too.
  */
 
+#include <linux/if_vlan.h>
+
 #include "qrdma.h"
 
 static void qrdma_ring_db(struct qrdma_dev *dev, u32 offset, u32 handle,
@@ -562,7 +564,12 @@ static bool qrdma_poll_one(struct qrdma_dev *dev, struct qrdma_cq *cq,
 	wc->byte_len = le32_to_cpu(cqe->byte_len);
 	wc->qp = &qp->ibqp;
 	wc->src_qp = le32_to_cpu(cqe->src_qp);
-	wc->pkey_index = le16_to_cpu(cqe->pkey_index);
+	if (cqe->flags & QRDMA_CQE_F_VLAN) {
+		wc->wc_flags |= IB_WC_WITH_VLAN;
+		wc->vlan_id = le16_to_cpu(cqe->vlan_id) & VLAN_VID_MASK;
+	} else {
+		wc->pkey_index = le16_to_cpu(cqe->pkey_index);
+	}
 	wc->sl = cqe->sl;
 	wc->port_num = QRDMA_PORT;
 	if (cqe->flags & QRDMA_CQE_F_WITH_IMM) {

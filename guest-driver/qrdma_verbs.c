@@ -488,6 +488,8 @@ int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 		resp.device_caps |= QRDMA_UCONTEXT_CAP_FLUSH;
 	if (dev->data_path && dev->attr.device_caps & QRDMA_DEV_CAP_MW)
 		resp.device_caps |= QRDMA_UCONTEXT_CAP_MW;
+	if (dev->attr.device_caps & QRDMA_DEV_CAP_CQE_VLAN)
+		resp.device_caps |= QRDMA_UCONTEXT_CAP_CQE_VLAN;
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_size = PAGE_SIZE;
 	resp.ring_page_size = QRDMA_PAGE_SIZE;
@@ -990,11 +992,16 @@ static int qrdma_user_cq_rings(struct qrdma_dev *dev, struct qrdma_cq *cq,
 			     sizeof(cmd));
 	if (err)
 		return err;
-	if (cmd.comp_mask) {
-		ibdev_dbg(&dev->ibdev, "unknown create_cq comp_mask %#x\n",
+	if (cmd.comp_mask & ~QRDMA_CREATE_CQ_VLAN ||
+	    (cmd.comp_mask & QRDMA_CREATE_CQ_VLAN &&
+	     !(dev->attr.device_caps & QRDMA_DEV_CAP_CQE_VLAN))) {
+		ibdev_dbg(&dev->ibdev, "unsupported create_cq comp_mask %#x\n",
 			  cmd.comp_mask);
 		return -EOPNOTSUPP;
 	}
+	/* Only a provider that asks reads the VLAN where the P_Key index was. */
+	if (cmd.comp_mask & QRDMA_CREATE_CQ_VLAN)
+		params->flags |= QRDMA_CQ_F_VLAN;
 	if (!is_power_of_2(cmd.entries) || cmd.entries < attr->cqe ||
 	    cmd.entries > dev->attr.max_cqe) {
 		ibdev_dbg(&dev->ibdev, "bad CQ ring of %u entries for %u\n",
@@ -1047,6 +1054,9 @@ static int qrdma_kernel_cq_rings(struct qrdma_dev *dev, struct qrdma_cq *cq,
 
 	cq->log2 = order_base_2(attr->cqe);
 	params->log2_entries = cq->log2;
+	/* ib_cm finds the GID a MAD came to by its VLAN (IB_WC_WITH_VLAN). */
+	if (dev->attr.device_caps & QRDMA_DEV_CAP_CQE_VLAN)
+		params->flags |= QRDMA_CQ_F_VLAN;
 	params->npages = qrdma_ring_pages(cq->log2, QRDMA_CQE_SIZE);
 	/* Zeroed: no entry carries the phase of the first pass yet. */
 	err = qrdma_kring_alloc(dev, &cq->ring, params->npages, pl);
@@ -1117,6 +1127,8 @@ int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (udata) {
 		resp.cqn = cq->cqn;
 		resp.entries = result.entries;
+		if (params.flags & QRDMA_CQ_F_VLAN)
+			resp.comp_mask |= QRDMA_CREATE_CQ_VLAN;
 		err = qrdma_copy_resp(&dev->ibdev, udata, &resp, sizeof(resp));
 		if (err)
 			goto err_erase_cq;

@@ -331,7 +331,7 @@ struct qrdma_cmd_cq {
     qrdma_le32 cqn;                     /* RESIZE_CQ */
     qrdma_le32 eq;                      /* CREATE_CQ: completion vector */
     qrdma_le32 ci;                      /* RESIZE_CQ */
-    qrdma_le32 rsvd;
+    qrdma_le32 flags;                   /* CREATE_CQ: QRDMA_CQ_F_* */
     /*
      * CREATE_CQ: a 4-byte word in guest RAM where the consumer keeps its
      * consumer index (free running), so the device sees a full ring
@@ -339,6 +339,14 @@ struct qrdma_cmd_cq {
      */
     qrdma_le64 ci_addr;
 };
+
+/*
+ * CREATE_CQ flags.  VLAN: receive CQEs of UD and GSI QPs say which VLAN
+ * their frame came on (QRDMA_CQE_F_VLAN, vlan_id), where a CQ without it
+ * has pkey_index; only with QRDMA_DEV_CAP_CQE_VLAN.
+ */
+#define QRDMA_CQ_F_VLAN                 (1u << 0)
+#define QRDMA_CQ_F_ALL                  QRDMA_CQ_F_VLAN
 
 /* QP types: the IB verbs values. */
 enum qrdma_qp_type {
@@ -615,6 +623,8 @@ struct qrdma_device_attr {
 #define QRDMA_DEV_CAP_FLUSH_GLOBAL      (1u << 2)
 /* ALLOC_MW, DEALLOC_MW, QRDMA_WR_BIND_MW: memory windows of type 1 and 2B */
 #define QRDMA_DEV_CAP_MW                (1u << 3)
+/* CREATE_CQ takes QRDMA_CQ_F_VLAN */
+#define QRDMA_DEV_CAP_CQE_VLAN          (1u << 4)
 
 /* Port states: the IB verbs values. */
 #define QRDMA_PORT_DOWN                 1
@@ -887,10 +897,15 @@ enum qrdma_wc_status {
     QRDMA_WC_GENERAL_ERR                = 21,
 };
 
-/* CQE flags: the ibv_wc_flags values, and the phase bit. */
+/*
+ * CQE flags: the ibv_wc_flags values where there is one, VLAN (the
+ * frame's 802.1Q VLAN ID is in vlan_id; on CQs of QRDMA_CQ_F_VLAN only),
+ * and the phase bit.
+ */
 #define QRDMA_CQE_F_GRH                 (1u << 0)
 #define QRDMA_CQE_F_WITH_IMM            (1u << 1)
 #define QRDMA_CQE_F_WITH_INV            (1u << 3)
+#define QRDMA_CQE_F_VLAN                (1u << 4)
 #define QRDMA_CQE_F_PHASE               (1u << 7)
 
 /*
@@ -911,7 +926,14 @@ struct qrdma_cqe {
     uint8_t status;                     /* enum qrdma_wc_status */
     uint8_t flags;                      /* QRDMA_CQE_F_* */
     uint8_t is_recv;                    /* 1: from the receive side */
-    qrdma_le16 pkey_index;
+    union {
+        /*
+         * The port has one P_Key (max_pkeys 1), so this is 0; CQs of
+         * QRDMA_CQ_F_VLAN hold vlan_id here instead.
+         */
+        qrdma_le16 pkey_index;
+        qrdma_le16 vlan_id;             /* QRDMA_CQE_F_VLAN */
+    };
     uint8_t sl;
     uint8_t network_hdr_type;           /* 0 none, 1 IPv4, 2 IPv6 (GRH) */
 };

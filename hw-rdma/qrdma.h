@@ -99,6 +99,7 @@ typedef struct QrdmaCq {
     uint64_t ci_addr;
     uint8_t armed;                      /* QRDMA_DB_CQ_ARM_* */
     bool overrun;
+    bool report_vlan;                   /* QRDMA_CQ_F_VLAN */
 } QrdmaCq;
 
 typedef struct QrdmaSrq {

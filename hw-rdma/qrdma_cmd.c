@@ -115,7 +115,8 @@ static uint8_t qrdma_cmd_query_device(QrdmaCore *core, uint32_t uctx,
     a.device_caps = cpu_to_le32(QRDMA_DEV_CAP_SRQ_RESIZE |
                                 QRDMA_DEV_CAP_ATOMIC_WRITE |
                                 QRDMA_DEV_CAP_FLUSH_GLOBAL |
-                                QRDMA_DEV_CAP_MW);
+                                QRDMA_DEV_CAP_MW |
+                                QRDMA_DEV_CAP_CQE_VLAN);
     return qrdma_reply(core, &cmd->query, &a, sizeof(a));
 }
 

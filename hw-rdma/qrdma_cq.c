@@ -60,6 +60,12 @@ bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
     addr = qrdma_ring_addr(&cq->ring, cq->pi, cq->log2, QRDMA_CQE_SIZE);
     phase = !((cq->pi >> cq->log2) & 1);
 
+    /* A CQ that did not ask for the VLAN has the P_Key index there. */
+    if ((cqe->flags & QRDMA_CQE_F_VLAN) && !cq->report_vlan) {
+        cqe->flags &= ~QRDMA_CQE_F_VLAN;
+        cqe->pkey_index = 0;
+    }
+
     cqe->flags &= ~QRDMA_CQE_F_PHASE;
     cqe->flags |= phase ? QRDMA_CQE_F_PHASE : 0;
     /*
@@ -122,6 +128,7 @@ uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
                             struct qrdma_cmpl *cmpl)
 {
     uint32_t eq = le32_to_cpu(cmd->cq.eq);
+    uint32_t flags = le32_to_cpu(cmd->cq.flags);
     uint64_t ci_addr = le64_to_cpu(cmd->cq.ci_addr);
     QrdmaPages ring = { };
     uint32_t log2;
@@ -129,6 +136,10 @@ uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
     uint8_t st;
     int idx;
 
+    if (flags & ~QRDMA_CQ_F_ALL) {
+        QRDMA_GUEST_ERR(core, cmd_cq_flags, "CQ flags 0x%" PRIx32, flags);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
     if (eq >= core->msix_vectors) {
         QRDMA_GUEST_ERR(core, cmd_cq_vector, "completion vector %" PRIu32
                         " of %u", eq, core->msix_vectors);
@@ -161,6 +172,7 @@ uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
     cq->ci_addr = ci_addr;
     cq->armed = 0;
     cq->overrun = false;
+    cq->report_vlan = flags & QRDMA_CQ_F_VLAN;
     qrdma_uctx_ref(core, uctx, 1);
     cmpl->handle = cpu_to_le32(cq->handle);
     cmpl->data[0] = cpu_to_le32(1u << log2);

@@ -805,6 +805,10 @@ static void qrdma_resp_ud(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
     }
     cqe.src_qp = cpu_to_le32(pkt->sqpn);
     cqe.byte_len = cpu_to_le32(QRDMA_GRH_SIZE + pkt->paylen);
+    if (pkt->vlan_id != QRDMA_VLAN_NONE) {
+        cqe.flags |= QRDMA_CQE_F_VLAN;
+        cqe.vlan_id = cpu_to_le16(pkt->vlan_id & 0xfff);
+    }
     if (flags & QRDMA_OPF_IMM) {
         cqe.flags |= QRDMA_CQE_F_WITH_IMM;
         cqe.imm_data = pkt->imm;

@@ -78,7 +78,8 @@ static void eq_enable(Env *e, unsigned n, uint64_t base)
                      ==, QRDMA_EQ_CTRL_ENABLE);
 }
 
-static uint8_t create_cq(Env *e, Cq *cq, uint32_t log2, uint32_t eq)
+static uint8_t create_cq_flags(Env *e, Cq *cq, uint32_t log2, uint32_t eq,
+                               uint32_t flags)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_CQ };
     struct qrdma_cmpl cmpl;
@@ -94,10 +95,16 @@ static uint8_t create_cq(Env *e, Cq *cq, uint32_t log2, uint32_t eq)
     cmd.cq.npages = cpu_to_le32(1);
     cmd.cq.log2_entries = cpu_to_le32(log2);
     cmd.cq.eq = cpu_to_le32(eq);
+    cmd.cq.flags = cpu_to_le32(flags);
     cmd.cq.ci_addr = cpu_to_le64(cq->ci_addr);
     st = qrdma_t_exec(&e->t, &cmd, &cmpl);
     cq->cqn = le32_to_cpu(cmpl.handle);
     return st;
+}
+
+static uint8_t create_cq(Env *e, Cq *cq, uint32_t log2, uint32_t eq)
+{
+    return create_cq_flags(e, cq, log2, eq, 0);
 }
 
 static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
@@ -751,6 +758,83 @@ static uint16_t ipv4_header_sum(const uint8_t *ip)
     return sum;
 }
 
+/*
+ * The VLAN of a UD receive (what ib_cm matches a MAD's GID by): in the
+ * CQE of a CQ created with QRDMA_CQ_F_VLAN, as QRDMA_CQE_F_VLAN and
+ * vlan_id; a CQ without it keeps the P_Key index (0) there, as drivers
+ * before the flag read it.  A flag the device does not know fails
+ * CREATE_CQ.
+ */
+static void ud_vlan(Env *e)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
+    static const uint16_t vlans[] = { 100, QRDMA_VLAN_NONE, 0, 4094 };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    Cq vcq, bad;
+    Qp a, b, c;
+    size_t i;
+
+    g_assert_true(device_caps(e) & QRDMA_DEV_CAP_CQE_VLAN);
+    g_assert_cmpuint(create_cq_flags(e, &bad, 4, 0, 1u << 5), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(create_cq_flags(e, &vcq, 4, 0, QRDMA_CQ_F_VLAN), ==, 0);
+    g_assert_cmpuint(create_qp(e, &a, QRDMA_QPT_UD, 0, &e->cq, &e->cq), ==, 0);
+    /* b receives on the CQ that asked for the VLAN, c on one that did not */
+    g_assert_cmpuint(create_qp(e, &b, QRDMA_QPT_UD, 0, &e->cq, &vcq), ==, 0);
+    g_assert_cmpuint(create_qp(e, &c, QRDMA_QPT_UD, 0, &e->cq, &e->cq), ==, 0);
+    to_rtr(e, &a, 0);
+    to_rtr(e, &b, 0);
+    to_rtr(e, &c, 0);
+    to_rts(e, &a, 0);
+    write_data(e, 0, "tagged");
+
+    for (i = 0; i < ARRAY_SIZE(vlans); i++) {
+        cmd.hdr.opcode = QRDMA_CMD_CREATE_AH;
+        cmd.create_ah.pd = cpu_to_le32(e->pd);
+        cmd.create_ah.av.hop_limit = 64;
+        cmd.create_ah.av.vlan_id = cpu_to_le16(vlans[i]);
+        memcpy(cmd.create_ah.av.dgid,
+               (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
+        g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
+
+        post_recv(e, &b, 0xb0 + i, e->data + 4096, 256, e->lkey);
+        post_recv(e, &c, 0xc0 + i, e->data + 8192, 256, e->lkey);
+        w = wqe_sge(0xa0 + i, QRDMA_WR_SEND, e->data, 7, e->lkey);
+        w.ud.ah = cmpl.handle;
+        w.ud.remote_qkey = cpu_to_le32(0x1234);
+        w.ud.remote_qpn = cpu_to_le32(b.qpn);
+        post_send(e, &a, &w);
+        w.wr_id = 0xd0 + i;
+        w.ud.remote_qpn = cpu_to_le32(c.qpn);
+        post_send(e, &a, &w);
+
+        g_assert_true(poll_cq(e, &vcq, &cqe));
+        g_assert_cmphex(cqe.wr_id, ==, 0xb0 + i);
+        g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
+        if (vlans[i] == QRDMA_VLAN_NONE) {
+            g_assert_false(cqe.flags & QRDMA_CQE_F_VLAN);
+            g_assert_cmpuint(le16_to_cpu(cqe.pkey_index), ==, 0);
+        } else {
+            g_assert_true(cqe.flags & QRDMA_CQE_F_VLAN);
+            g_assert_cmpuint(le16_to_cpu(cqe.vlan_id), ==, vlans[i]);
+        }
+        expect_cqe(e, &e->cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
+                   QRDMA_WC_SUCCESS);
+        g_assert_true(poll_cq(e, &e->cq, &cqe));
+        g_assert_cmphex(cqe.wr_id, ==, 0xc0 + i);
+        g_assert_false(cqe.flags & QRDMA_CQE_F_VLAN);
+        g_assert_cmpuint(le16_to_cpu(cqe.pkey_index), ==, 0);
+        expect_cqe(e, &e->cq, 0xd0 + i, a.qpn, QRDMA_WC_SEND,
+                   QRDMA_WC_SUCCESS);
+        expect_data(e, 4096 + 40, "tagged");
+        expect_data(e, 8192 + 40, "tagged");
+    }
+    expect_no_cqe(e, &vcq);
+    expect_no_cqe(e, &e->cq);
+}
+
 static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
@@ -832,6 +916,8 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
     expect_cqe(&e, &e.cq, 0xa4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     expect_data(&e, 4096 + 40, "datagram");
+
+    ud_vlan(&e);
 }
 
 /* Protection: each violation gets its own status; S31 and S32 for RC. */
@@ -5872,7 +5958,7 @@ static void qrdma_dp_register_tests(void)
                  NULL);
     qos_add_test("dp/atomic-write", "qrdma", test_atomic_write, NULL);
     qos_add_test("dp/flush", "qrdma", test_flush, NULL);
-    qos_add_test("dp/ud-grh-qkey", "qrdma", test_ud, NULL);
+    qos_add_test("dp/ud-grh-qkey-vlan", "qrdma", test_ud, NULL);
     qos_add_test("dp/ud-too-long-srq", "qrdma", test_ud_too_long_srq, NULL);
     qos_add_test("dp/protection-s31-s32", "qrdma", test_protection, NULL);
     qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);

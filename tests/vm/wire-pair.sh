@@ -42,7 +42,7 @@ WIRE_TESTS=(
     send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat
     send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
     send_lat_cm write_lat_cm read_lat_cm
-    rping ucmatose udaddy ud_datagrams rnr_forever rnr_finite rmw nvme nvme_fio
+    rping rping_vlan ucmatose udaddy ud_datagrams rnr_forever rnr_finite rmw nvme nvme_fio
 )
 
 describe() {
@@ -53,6 +53,7 @@ describe() {
         *_cm) echo "ib_${1%_cm} -R (rdma_cm), server on A, client on B" ;;
         *_bw|*_lat) echo "ib_$1 (QPs traded over TCP), server on A, client on B" ;;
         rping) echo "rping -V (data checked), server on A, client on B" ;;
+        rping_vlan) echo "rping -V over VLAN $VLAN_ID on each side's RoCE netdev: the CM's MADs carry the VLAN, and the receiver's completion must say so" ;;
         ucmatose) echo "ucmatose: rdma_cm RC connections, sends both ways" ;;
         udaddy) echo "udaddy: rdma_cm UD, sends both ways" ;;
         nvme) echo "NVMe over RDMA: nvmet-rdma on A serving a RAM disk, nvme-rdma on B: ext4 written, reconnected, checksums compared" ;;
@@ -221,6 +222,39 @@ t_rping() {
         rping -c -a "$PAIR_PEER_IP" -p "$p" -C "$count" -v -V || return 1
     pair_is b || return 0
     [ "$(grep -c 'ping data' "$LOGDIR/rping.client")" -eq "$count" ] || {
+        echo "the client did not print $count pings"
+        return 1
+    }
+}
+
+# Over an 802.1Q VLAN of the RoCE netdev: the GIDs of the VLAN device
+# are the port's too, the frames carry the tag, and ib_cm answers a REQ
+# only if the receive completion names the VLAN it came on
+# (ib_init_ah_attr_from_wc matches it against the GID's netdev).
+VLAN_ID=100
+t_rping_vlan() {
+    local p count=10 vdev=$PAIR_NETDEV.$VLAN_ID ip peer_ip i
+    pair_need_setup || return 1
+    ip=10.100.0.${PAIR_IP##*.} peer_ip=10.100.0.${PAIR_PEER_IP##*.}
+    if [ ! -e "/sys/class/net/$vdev" ]; then
+        ip link add link "$PAIR_NETDEV" name "$vdev" type vlan id "$VLAN_ID" &&
+            ip addr add "$ip/24" dev "$vdev" &&
+            ip link set "$vdev" up || { echo "no VLAN device $vdev"; return 1; }
+    fi
+    # ib_core adds the VLAN device's GIDs from a work item: wait for one.
+    for i in $(seq 50); do
+        grep -qx "$vdev" /sys/class/infiniband/"$PAIR_DEV"/ports/1/gid_attrs/ndevs/* \
+            2>/dev/null && break
+        sleep 0.2
+    done
+    grep -qx "$vdev" /sys/class/infiniband/"$PAIR_DEV"/ports/1/gid_attrs/ndevs/* 2>/dev/null ||
+        { echo "$PAIR_DEV has no GID on $vdev"; return 1; }
+    p=$(port)
+    pair_server_client "$LOGDIR/rping_vlan" "cm:$p" "$RUN_TIMEOUT" \
+        rping -s -a "$ip" -p "$p" -C "$count" -v -V -- \
+        rping -c -a "$peer_ip" -p "$p" -C "$count" -v -V || return 1
+    pair_is b || return 0
+    [ "$(grep -c 'ping data' "$LOGDIR/rping_vlan.client")" -eq "$count" ] || {
         echo "the client did not print $count pings"
         return 1
     }
