@@ -200,11 +200,21 @@ uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
     }
     cq = &core->cq[idx];
     n = cq->pi - ci;
-    if (n > (1u << cq->log2) || n > (1u << log2)) {
+    if (n > (1u << cq->log2)) {
         qrdma_pages_free(&ring);
-        QRDMA_GUEST_ERR(core, cmd_cq_resize_outstanding, "cq 0x%" PRIx32
-                        ": %" PRIu32 " CQEs outstanding do not fit 2^%"
-                        PRIu32, cq->handle, n, log2);
+        QRDMA_GUEST_ERR(core, cmd_cq_resize_ci, "cq 0x%" PRIx32
+                        ": consumer index %" PRIu32 " with %" PRIu32
+                        " CQEs written", cq->handle, ci, cq->pi);
+        return QRDMA_STATUS_BAD_PARAM;
+    }
+    /*
+     * A ring too small for what the consumer has not polled yet is a
+     * request that cannot be met, not the guest's error: it cannot know
+     * how many CQEs the device wrote meanwhile.
+     */
+    if (n > (1u << log2)) {
+        qrdma_pages_free(&ring);
+        trace_qrdma_cq_resize_too_small(cq->handle, n, log2);
         return QRDMA_STATUS_BAD_PARAM;
     }
     /* The unpolled CQEs move to the start of the new ring, in order. */

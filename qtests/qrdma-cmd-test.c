@@ -874,27 +874,32 @@ static void qrdma_cmd_register_tests(void)
                                   "max-cqe=1024,max-mw=2",
     };
 
-    qos_add_test("cmd/before-enable", "qrdma", test_before_enable, NULL);
-    qos_add_test("cmd/bad-ring-config", "qrdma", test_bad_ring_config, NULL);
-    qos_add_test("cmd/pi-beyond-ring", "qrdma", test_pi_beyond_ring, NULL);
-    qos_add_test("cmd/ring-wrap", "qrdma", test_ring_wrap, NULL);
-    qos_add_test("cmd/bad-opcode", "qrdma", test_bad_opcode, NULL);
-    qos_add_test("cmd/query-device-port", "qrdma", test_query_device,
+    qos_add_test("cmd/before-enable", QRDMA_NODE_CMD, test_before_enable, NULL);
+    qos_add_test("cmd/bad-ring-config", QRDMA_NODE_CMD,
+                 test_bad_ring_config, NULL);
+    qos_add_test("cmd/pi-beyond-ring", QRDMA_NODE_CMD,
+                 test_pi_beyond_ring, NULL);
+    qos_add_test("cmd/ring-wrap", QRDMA_NODE_CMD, test_ring_wrap, NULL);
+    qos_add_test("cmd/bad-opcode", QRDMA_NODE_CMD, test_bad_opcode, NULL);
+    qos_add_test("cmd/query-device-port", QRDMA_NODE_CMD, test_query_device,
                  &small);
-    qos_add_test("cmd/gid-table", "qrdma", test_gid_table, NULL);
-    qos_add_test("cmd/stale-handles", "qrdma", test_stale_handles, &small);
-    qos_add_test("cmd/limits", "qrdma", test_limits, &small);
-    qos_add_test("cmd/mr", "qrdma", test_mr, &small);
-    qos_add_test("cmd/ownership", "qrdma", test_ownership, NULL);
-    qos_add_test("cmd/cq", "qrdma", test_cq, &small);
-    qos_add_test("cmd/srq", "qrdma", test_srq, NULL);
-    qos_add_test("cmd/ah", "qrdma", test_ah, NULL);
-    qos_add_test("cmd/mw", "qrdma", test_mw, &small);
-    qos_add_test("cmd/reset-frees-all", "qrdma", test_reset_frees_all, NULL);
-    qos_add_test("cmd/reset-in-flight", "qrdma", test_reset_in_flight, NULL);
-    qos_add_test("cmd/ring-not-ram", "qrdma", test_ring_not_ram, NULL);
-    qos_add_test("cmd/migration-blocker", "qrdma", test_migration_blocker,
-                 NULL);
+    qos_add_test("cmd/gid-table", QRDMA_NODE_CMD, test_gid_table, NULL);
+    qos_add_test("cmd/stale-handles", QRDMA_NODE_CMD,
+                 test_stale_handles, &small);
+    qos_add_test("cmd/limits", QRDMA_NODE_CMD, test_limits, &small);
+    qos_add_test("cmd/mr", QRDMA_NODE_CMD, test_mr, &small);
+    qos_add_test("cmd/ownership", QRDMA_NODE_CMD, test_ownership, NULL);
+    qos_add_test("cmd/cq", QRDMA_NODE_CMD, test_cq, &small);
+    qos_add_test("cmd/srq", QRDMA_NODE_CMD, test_srq, NULL);
+    qos_add_test("cmd/ah", QRDMA_NODE_CMD, test_ah, NULL);
+    qos_add_test("cmd/mw", QRDMA_NODE_CMD, test_mw, &small);
+    qos_add_test("cmd/reset-frees-all", QRDMA_NODE_CMD,
+                 test_reset_frees_all, NULL);
+    qos_add_test("cmd/reset-in-flight", QRDMA_NODE_CMD,
+                 test_reset_in_flight, NULL);
+    qos_add_test("cmd/ring-not-ram", QRDMA_NODE_CMD, test_ring_not_ram, NULL);
+    qos_add_test("cmd/migration-blocker", QRDMA_NODE_CMD,
+                 test_migration_blocker, NULL);
 }
 
 libqos_init(qrdma_cmd_register_tests);

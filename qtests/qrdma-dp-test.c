@@ -1456,6 +1456,94 @@ static void test_srq_resize(void *obj, void *data, QGuestAllocator *alloc)
     expect_no_cqe(&e, &e.cq);
 }
 
+static uint8_t resize_cq(Env *e, Cq *cq, uint32_t log2, uint64_t ring,
+                         uint32_t ci)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_RESIZE_CQ };
+
+    cmd.cq.cqn = cpu_to_le32(cq->cqn);
+    cmd.cq.pages_addr = cpu_to_le64(page_list1(e, ring));
+    cmd.cq.npages = cpu_to_le32(1);
+    cmd.cq.log2_entries = cpu_to_le32(log2);
+    cmd.cq.ci = cpu_to_le32(ci);
+    return qrdma_t_exec(&e->t, &cmd, NULL);
+}
+
+/*
+ * RESIZE_CQ with CQEs not yet polled: they move to the new ring, in order.
+ * A new ring too small for them is refused, and is no guest error (the
+ * consumer cannot know how many CQEs the device wrote meanwhile); a
+ * consumer index the device never reached is one.
+ */
+static void test_cq_resize_outstanding(void *obj, void *data,
+                                       QGuestAllocator *alloc)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    struct qrdma_cqe cqe;
+    uint64_t errors, ring;
+    Qp a, b;
+    Cq cq;
+    int i;
+    Env e;
+
+    env_init(&e, obj, alloc);
+    g_assert_cmpuint(create_cq(&e, &cq, 4, 0), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UD, 0, &cq, &cq), ==, 0);
+    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
+    to_rtr(&e, &a, 0);
+    to_rtr(&e, &b, 0);
+    to_rts(&e, &a, 0);
+    cmd.create_ah.pd = cpu_to_le32(e.pd);
+    cmd.create_ah.av.hop_limit = 64;
+    cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
+    memcpy(cmd.create_ah.av.dgid,
+           (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    /* six sends to a QP with no receive posted: six send CQEs */
+    for (i = 0; i < 6; i++) {
+        w = wqe_sge(0x10 + i, QRDMA_WR_SEND, e.data, 8, e.lkey);
+        w.ud.ah = cmpl.handle;
+        w.ud.remote_qpn = cpu_to_le32(b.qpn);
+        w.ud.remote_qkey = cpu_to_le32(0x1234);
+        post_send(&e, &a, &w);
+    }
+    expect_cqe(&e, &cq, 0x10, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    /* the sixth in the ring, not polled: slot 5, phase of the first pass */
+    for (i = 0; i < 200; i++) {
+        qtest_memread(e.t.qts, cq.ring + 5 * 32, &cqe, sizeof(cqe));
+        if (cqe.flags & QRDMA_CQE_F_PHASE) {
+            break;
+        }
+        g_usleep(100);
+    }
+    g_assert_true(cqe.flags & QRDMA_CQE_F_PHASE);
+
+    errors = qrdma_t_qom_get(&e.t, "guest-errors");
+    ring = guest_alloc(e.t.alloc, 4096);
+    qtest_memset(e.t.qts, ring, 0, 4096);
+    /* five outstanding into four: refused, no guest error */
+    g_assert_cmpuint(resize_cq(&e, &cq, 2, ring, 1), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, errors);
+    /* a consumer index past the six written: the guest's error */
+    g_assert_cmpuint(resize_cq(&e, &cq, 3, ring, 7), ==,
+                     QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, errors + 1);
+    /* five into eight: moved, in order, polled from slot 0 */
+    g_assert_cmpuint(resize_cq(&e, &cq, 3, ring, 1), ==, QRDMA_STATUS_OK);
+    cq.ring = ring;
+    cq.log2 = 3;
+    cq.ci = 0;
+    qtest_writel(e.t.qts, cq.ci_addr, 0);
+    for (i = 1; i < 6; i++) {
+        expect_cqe(&e, &cq, 0x10 + i, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    }
+    expect_no_cqe(&e, &cq);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, errors + 1);
+}
+
 /* RNR: no receive posted at an RC responder */
 /*
  * A datagram longer than the receive WQE it took from an SRQ: that
@@ -2407,7 +2495,7 @@ static void add_peer_reset_tests(void)
         g_autofree char *name = g_strdup_printf("dp/peer-reset-by-msi/%s",
                                                 rounds[i].name);
 
-        qos_add_test(name, "qrdma", test_peer_reset_by_msi,
+        qos_add_test(name, QRDMA_NODE_DP, test_peer_reset_by_msi,
                      &(QOSGraphTestOptions) {
             .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
             .arg = (void *)&rounds[i].r,
@@ -5953,113 +6041,120 @@ static void qrdma_dp_register_tests(void)
         .edge.extra_device_opts = "netdev=w0,mac=" WIRE_MAC0,
     };
 
-    qos_add_test("dp/send-recv-inline-s5-s6", "qrdma", test_send_recv, NULL);
-    qos_add_test("dp/write-read-atomic", "qrdma", test_write_read_atomic,
+    qos_add_test("dp/send-recv-inline-s5-s6", QRDMA_NODE_DP,
+                 test_send_recv, NULL);
+    qos_add_test("dp/write-read-atomic", QRDMA_NODE_DP, test_write_read_atomic,
                  NULL);
-    qos_add_test("dp/atomic-write", "qrdma", test_atomic_write, NULL);
-    qos_add_test("dp/flush", "qrdma", test_flush, NULL);
-    qos_add_test("dp/ud-grh-qkey-vlan", "qrdma", test_ud, NULL);
-    qos_add_test("dp/ud-too-long-srq", "qrdma", test_ud_too_long_srq, NULL);
-    qos_add_test("dp/protection-s31-s32", "qrdma", test_protection, NULL);
-    qos_add_test("dp/hostile-wqe-s31", "qrdma", test_hostile_wqe, NULL);
-    qos_add_test("dp/hostile-wqe-more", "qrdma", test_hostile_more, NULL);
-    qos_add_test("dp/s30-s35-flush", "qrdma", test_s30_s35_flush, NULL);
-    qos_add_test("dp/s36-s37-reset", "qrdma", test_s36_s37_reset, NULL);
-    qos_add_test("dp/s11-s12-s16-destroy", "qrdma", test_s11_s12_s16_destroy,
-                 NULL);
-    qos_add_test("dp/s33-s34-srq", "qrdma", test_s33_s34_srq, NULL);
-    qos_add_test("dp/srq-resize", "qrdma", test_srq_resize, NULL);
-    qos_add_test("dp/rnr", "qrdma", test_rnr, NULL);
-    qos_add_test("dp/events", "qrdma", test_events, NULL);
-    qos_add_test("dp/fast-reg", "qrdma", test_fast_reg, NULL);
-    qos_add_test("dp/mw-type2", "qrdma", test_mw_type2, NULL);
-    qos_add_test("dp/mw-type1", "qrdma", test_mw_type1, NULL);
-    qos_add_test("dp/mw-more", "qrdma", test_mw_more, NULL);
-    qos_add_test("dp/two-devices", "qrdma", test_two_devices,
+    qos_add_test("dp/atomic-write", QRDMA_NODE_DP, test_atomic_write, NULL);
+    qos_add_test("dp/flush", QRDMA_NODE_DP, test_flush, NULL);
+    qos_add_test("dp/ud-grh-qkey-vlan", QRDMA_NODE_DP, test_ud, NULL);
+    qos_add_test("dp/ud-too-long-srq", QRDMA_NODE_DP,
+                 test_ud_too_long_srq, NULL);
+    qos_add_test("dp/cq-resize-outstanding", QRDMA_NODE_DP,
+                 test_cq_resize_outstanding, NULL);
+    qos_add_test("dp/protection-s31-s32", QRDMA_NODE_DP, test_protection, NULL);
+    qos_add_test("dp/hostile-wqe-s31", QRDMA_NODE_DP, test_hostile_wqe, NULL);
+    qos_add_test("dp/hostile-wqe-more", QRDMA_NODE_DP, test_hostile_more, NULL);
+    qos_add_test("dp/s30-s35-flush", QRDMA_NODE_DP, test_s30_s35_flush, NULL);
+    qos_add_test("dp/s36-s37-reset", QRDMA_NODE_DP, test_s36_s37_reset, NULL);
+    qos_add_test("dp/s11-s12-s16-destroy", QRDMA_NODE_DP,
+                 test_s11_s12_s16_destroy, NULL);
+    qos_add_test("dp/s33-s34-srq", QRDMA_NODE_DP, test_s33_s34_srq, NULL);
+    qos_add_test("dp/srq-resize", QRDMA_NODE_DP, test_srq_resize, NULL);
+    qos_add_test("dp/rnr", QRDMA_NODE_DP, test_rnr, NULL);
+    qos_add_test("dp/events", QRDMA_NODE_DP, test_events, NULL);
+    qos_add_test("dp/fast-reg", QRDMA_NODE_DP, test_fast_reg, NULL);
+    qos_add_test("dp/mw-type2", QRDMA_NODE_DP, test_mw_type2, NULL);
+    qos_add_test("dp/mw-type1", QRDMA_NODE_DP, test_mw_type1, NULL);
+    qos_add_test("dp/mw-more", QRDMA_NODE_DP, test_mw_more, NULL);
+    qos_add_test("dp/two-devices", QRDMA_NODE_DP, test_two_devices,
                  &(QOSGraphTestOptions) {
         .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1",
     });
     add_peer_reset_tests();
-    qos_add_test("dp/dma-rechecked", "qrdma", test_dma_rechecked,
+    qos_add_test("dp/dma-rechecked", QRDMA_NODE_DP, test_dma_rechecked,
                  &(QOSGraphTestOptions) {
         .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1 "
                                 "-object memory-backend-ram,id=shm,size=1M "
                                 "-device ivshmem-plain,memdev=shm,addr=06.0",
     });
-    qos_add_test("dp/mr-pages-total", "qrdma", test_mr_pages_total,
+    qos_add_test("dp/mr-pages-total", QRDMA_NODE_DP, test_mr_pages_total,
                  &(QOSGraphTestOptions) {
         .edge.extra_device_opts = "max-mr-pages-total=24",
     });
-    qos_add_test("dp/dma-mr-page-shift", "qrdma", test_dma_mr_page_shift,
+    qos_add_test("dp/dma-mr-page-shift", QRDMA_NODE_DP, test_dma_mr_page_shift,
                  NULL);
-    qos_add_test("dp/fatal-stays-err", "qrdma", test_fatal_stays_err, NULL);
-    qos_add_test("dp/doorbell-byte-budget", "qrdma",
+    qos_add_test("dp/fatal-stays-err", QRDMA_NODE_DP,
+                 test_fatal_stays_err, NULL);
+    qos_add_test("dp/doorbell-byte-budget", QRDMA_NODE_DP,
                  test_doorbell_byte_budget, NULL);
-    qos_add_test("dp/write-overlap", "qrdma", test_write_overlap, NULL);
-    qos_add_test("dp/rc-retry-late-rtr", "qrdma", test_rc_retry_late_rtr,
+    qos_add_test("dp/write-overlap", QRDMA_NODE_DP, test_write_overlap, NULL);
+    qos_add_test("dp/rc-retry-late-rtr", QRDMA_NODE_DP, test_rc_retry_late_rtr,
                  NULL);
-    qos_add_test("dp/rc-retry-budget", "qrdma", test_rc_retry_budget, NULL);
-    qos_add_test("dp/packets-mtu", "qrdma", test_packets_mtu, NULL);
-    qos_add_test("dp/psn", "qrdma", test_psn, NULL);
-    qos_add_test("dp/ack-coalescing", "qrdma", test_ack_coalescing, NULL);
-    qos_add_test("dp/fabric-link", "qrdma", test_fabric_link,
+    qos_add_test("dp/rc-retry-budget", QRDMA_NODE_DP,
+                 test_rc_retry_budget, NULL);
+    qos_add_test("dp/packets-mtu", QRDMA_NODE_DP, test_packets_mtu, NULL);
+    qos_add_test("dp/psn", QRDMA_NODE_DP, test_psn, NULL);
+    qos_add_test("dp/ack-coalescing", QRDMA_NODE_DP, test_ack_coalescing, NULL);
+    qos_add_test("dp/fabric-link", QRDMA_NODE_DP, test_fabric_link,
                  &(QOSGraphTestOptions) {
         .edge.before_cmd_line = "-device qrdma-fabric,id=f1 "
                                 "-device qrdma,addr=05.0,id=qrdma1,fabric=f1 "
                                 "-device qrdma,addr=06.0,id=qrdma2,fabric=f1",
     });
-    qos_add_test("dp/wire-rc", "qrdma", test_wire_rc, &wire_opts);
-    qos_add_test("dp/wire-bad-frames", "qrdma", test_wire_bad_frames,
+    qos_add_test("dp/wire-rc", QRDMA_NODE_DP, test_wire_rc, &wire_opts);
+    qos_add_test("dp/wire-bad-frames", QRDMA_NODE_DP, test_wire_bad_frames,
                  &wire_opts);
-    qos_add_test("dp/wire-responder-resources", "qrdma",
+    qos_add_test("dp/wire-responder-resources", QRDMA_NODE_DP,
                  test_wire_responder_resources, &wire_opts);
-    qos_add_test("dp/wire-rd-atomic-limit", "qrdma",
+    qos_add_test("dp/wire-rd-atomic-limit", QRDMA_NODE_DP,
                  test_wire_rd_atomic_limit, &relay_opts);
-    qos_add_test("fuzz/wire-frames", "qrdma", test_fuzz_wire_frames,
+    qos_add_test("fuzz/wire-frames", QRDMA_NODE_DP, test_fuzz_wire_frames,
                  &relay_opts);
-    qos_add_test("dp/wire-read-gap", "qrdma", test_wire_read_gap,
+    qos_add_test("dp/wire-read-gap", QRDMA_NODE_DP, test_wire_read_gap,
                  &relay_opts);
-    qos_add_test("dp/wire-read-retry", "qrdma", test_wire_read_retry,
+    qos_add_test("dp/wire-read-retry", QRDMA_NODE_DP, test_wire_read_retry,
                  &relay_opts);
-    qos_add_test("dp/wire-ud-repeat", "qrdma", test_wire_ud_repeat,
+    qos_add_test("dp/wire-ud-repeat", QRDMA_NODE_DP, test_wire_ud_repeat,
                  &relay_opts);
-    qos_add_test("dp/wire-rnr-repeat", "qrdma", test_wire_rnr_repeat,
+    qos_add_test("dp/wire-rnr-repeat", QRDMA_NODE_DP, test_wire_rnr_repeat,
                  &relay_opts);
-    qos_add_test("dp/wire-farewell-ack", "qrdma", test_wire_farewell_ack,
+    qos_add_test("dp/wire-farewell-ack", QRDMA_NODE_DP, test_wire_farewell_ack,
                  &relay_opts);
-    qos_add_test("dp/wire-stalled-peer", "qrdma", test_wire_stalled_peer,
+    qos_add_test("dp/wire-stalled-peer", QRDMA_NODE_DP, test_wire_stalled_peer,
                  &relay_opts);
-    qos_add_test("dp/wire-late-ack", "qrdma", test_wire_late_ack,
+    qos_add_test("dp/wire-late-ack", QRDMA_NODE_DP, test_wire_late_ack,
                  &relay_opts);
-    qos_add_test("dp/wire-nak-resume", "qrdma", test_wire_nak_resume,
+    qos_add_test("dp/wire-nak-resume", QRDMA_NODE_DP, test_wire_nak_resume,
                  &relay_opts);
-    qos_add_test("dp/wire-stale-answer", "qrdma", test_wire_stale_answer,
+    qos_add_test("dp/wire-stale-answer", QRDMA_NODE_DP, test_wire_stale_answer,
                  &relay_opts);
-    qos_add_test("dp/wire-nak-mid-message", "qrdma",
+    qos_add_test("dp/wire-nak-mid-message", QRDMA_NODE_DP,
                  test_wire_nak_mid_message, &relay_opts);
-    qos_add_test("dp/wire-msn-pmtu", "qrdma", test_wire_msn_pmtu,
+    qos_add_test("dp/wire-msn-pmtu", QRDMA_NODE_DP, test_wire_msn_pmtu,
                  &relay_opts);
-    qos_add_test("dp/wire-flush-atomic-write", "qrdma",
+    qos_add_test("dp/wire-flush-atomic-write", QRDMA_NODE_DP,
                  test_wire_flush_atomic_write, &relay_opts);
-    qos_add_test("dp/wire-read-engine", "qrdma", test_wire_read_engine,
+    qos_add_test("dp/wire-read-engine", QRDMA_NODE_DP, test_wire_read_engine,
                  &relay_opts);
-    qos_add_test("dp/wire-read-duplicates", "qrdma",
+    qos_add_test("dp/wire-read-duplicates", QRDMA_NODE_DP,
                  test_wire_read_duplicates, &relay_opts);
-    qos_add_test("dp/wire-roce-without-eth-buffers", "qrdma",
+    qos_add_test("dp/wire-roce-without-eth-buffers", QRDMA_NODE_DP,
                  test_wire_roce_without_eth_buffers, &relay_opts);
-    qos_add_test("dp/wire-ud-mcast", "qrdma", test_wire_ud_mcast,
+    qos_add_test("dp/wire-ud-mcast", QRDMA_NODE_DP, test_wire_ud_mcast,
                  &relay_opts);
-    qos_add_test("dp/wire-foreign-source", "qrdma", test_wire_foreign_source,
-                 &relay_opts);
-    qos_add_test("dp/unguessable-handles", "qrdma", test_unguessable_handles,
+    qos_add_test("dp/wire-foreign-source", QRDMA_NODE_DP,
+                 test_wire_foreign_source, &relay_opts);
+    qos_add_test("dp/unguessable-handles", QRDMA_NODE_DP,
+                 test_unguessable_handles, NULL);
+    qos_add_test("dp/wire-pcap", QRDMA_NODE_DP, test_wire_pcap, &pcap_opts);
+    qos_add_test("dp/mr-readonly-pages", QRDMA_NODE_DP, test_mr_readonly_pages,
                  NULL);
-    qos_add_test("dp/wire-pcap", "qrdma", test_wire_pcap, &pcap_opts);
-    qos_add_test("dp/mr-readonly-pages", "qrdma", test_mr_readonly_pages,
-                 NULL);
-    qos_add_test("dp/device-fatal", "qrdma", test_device_fatal, NULL);
-    qos_add_test("fuzz/wqes", "qrdma", test_fuzz_wqes, NULL);
-    qos_add_test("bench/write-throughput", "qrdma", test_bench_write, NULL);
-    qos_add_test("bench/small-wqe", "qrdma", test_bench_small, NULL);
+    qos_add_test("dp/device-fatal", QRDMA_NODE_DP, test_device_fatal, NULL);
+    qos_add_test("fuzz/wqes", QRDMA_NODE_DP, test_fuzz_wqes, NULL);
+    qos_add_test("bench/write-throughput", QRDMA_NODE_DP,
+                 test_bench_write, NULL);
+    qos_add_test("bench/small-wqe", QRDMA_NODE_DP, test_bench_small, NULL);
 }
 
 libqos_init(qrdma_dp_register_tests);

@@ -5,11 +5,11 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
- * The tests hang off the "qrdma" node that qrdma-test.c creates.  Most
- * give the device a socket netdev whose other end the test holds, so that
- * frames the guest sends can be read, and frames for the guest written,
- * byte for byte.  The socket backend frames each packet with a 4-byte
- * big-endian length.
+ * The tests hang off the qrdma-eth interface of the "qrdma" node
+ * (qrdma-test.c).  Most give the device a socket netdev whose other end
+ * the test holds, so that frames the guest sends can be read, and frames
+ * for the guest written, byte for byte.  The socket backend frames each
+ * packet with a 4-byte big-endian length.
  */
 
 #include "qemu/osdep.h"
@@ -942,20 +942,22 @@ static void qrdma_eth_register_tests(void)
         .edge.extra_device_opts = "mac=" ETH_MAC,
     };
 
-    qos_add_test("eth-mac", "qrdma", test_eth_mac, &opts);
-    qos_add_test("eth-tx", "qrdma", test_eth_tx, &opts);
-    qos_add_test("eth-rx", "qrdma", test_eth_rx, &opts);
-    qos_add_test("eth-rx-queued", "qrdma", test_eth_rx_queued, &opts);
-    qos_add_test("eth-rx-drop", "qrdma", test_eth_rx_drop, &opts);
-    qos_add_test("eth-rx-backlog", "qrdma", test_eth_rx_backlog, &opts);
-    qos_add_test("eth-no-netdev", "qrdma", test_eth_no_netdev,
+    qos_add_test("eth-mac", QRDMA_NODE_ETH, test_eth_mac, &opts);
+    qos_add_test("eth-tx", QRDMA_NODE_ETH, test_eth_tx, &opts);
+    qos_add_test("eth-rx", QRDMA_NODE_ETH, test_eth_rx, &opts);
+    qos_add_test("eth-rx-queued", QRDMA_NODE_ETH, test_eth_rx_queued, &opts);
+    qos_add_test("eth-rx-drop", QRDMA_NODE_ETH, test_eth_rx_drop, &opts);
+    qos_add_test("eth-rx-backlog", QRDMA_NODE_ETH, test_eth_rx_backlog, &opts);
+    qos_add_test("eth-no-netdev", QRDMA_NODE_ETH, test_eth_no_netdev,
                  &no_netdev_opts);
-    qos_add_test("eth-link", "qrdma", test_eth_link, &opts);
-    qos_add_test("eth-bad-config", "qrdma", test_eth_bad_config, &opts);
-    qos_add_test("eth-bad-doorbell", "qrdma", test_eth_bad_doorbell, &opts);
-    qos_add_test("eth-bad-tx-desc", "qrdma", test_eth_bad_tx_desc, &opts);
-    qos_add_test("eth-bad-addr", "qrdma", test_eth_bad_addr, &opts);
-    qos_add_test("eth-self-dma", "qrdma", test_eth_self_dma, &opts);
+    qos_add_test("eth-link", QRDMA_NODE_ETH, test_eth_link, &opts);
+    qos_add_test("eth-bad-config", QRDMA_NODE_ETH, test_eth_bad_config, &opts);
+    qos_add_test("eth-bad-doorbell", QRDMA_NODE_ETH,
+                 test_eth_bad_doorbell, &opts);
+    qos_add_test("eth-bad-tx-desc", QRDMA_NODE_ETH,
+                 test_eth_bad_tx_desc, &opts);
+    qos_add_test("eth-bad-addr", QRDMA_NODE_ETH, test_eth_bad_addr, &opts);
+    qos_add_test("eth-self-dma", QRDMA_NODE_ETH, test_eth_self_dma, &opts);
 }
 
 libqos_init(qrdma_eth_register_tests);

@@ -268,8 +268,8 @@ static void test_fuzz_registers(void *obj, void *data, QGuestAllocator *alloc)
 
 static void qrdma_fuzz_register_nodes(void)
 {
-    qos_add_test("fuzz/commands", "qrdma", test_fuzz_commands, NULL);
-    qos_add_test("fuzz/registers", "qrdma", test_fuzz_registers, NULL);
+    qos_add_test("fuzz/commands", QRDMA_NODE_FUZZ, test_fuzz_commands, NULL);
+    qos_add_test("fuzz/registers", QRDMA_NODE_FUZZ, test_fuzz_registers, NULL);
 }
 
 libqos_init(qrdma_fuzz_register_nodes);

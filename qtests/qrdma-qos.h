@@ -26,6 +26,19 @@ typedef struct QQrdma {
 #define QRDMA_QOM_PATH "/machine/peripheral/qrdma0"
 
 /*
+ * The tests of each area hang off an interface of their own that the
+ * "qrdma" node produces (get_driver gives them the QQrdma): qos-test walks
+ * the graph with a stack of QOS_PATH_MAX_ELEMENT_SIZE (128) entries, which
+ * holds every test of one node at once, and all of them under "qrdma" no
+ * longer fit.
+ */
+#define QRDMA_NODE_CMD  "qrdma-cmd"
+#define QRDMA_NODE_QP   "qrdma-qp"
+#define QRDMA_NODE_ETH  "qrdma-eth"
+#define QRDMA_NODE_DP   "qrdma-dp"
+#define QRDMA_NODE_FUZZ "qrdma-fuzz"
+
+/*
  * A minimal driver for the tests: the command queue in guest memory, and
  * helpers that build rings and page lists.  Every helper asserts on what a
  * test does not look at and returns what a test checks.

@@ -679,24 +679,26 @@ static void qrdma_qp_register_tests(void)
         .edge.extra_device_opts = "max-qp-wr=256",
     };
 
-    qos_add_test("qp/s2-caps", "qrdma", test_s2_caps, &opts);
-    qos_add_test("qp/s3-types", "qrdma", test_s3_types, &opts);
-    qos_add_test("qp/s4-srq-ignores-recv-caps", "qrdma",
+    qos_add_test("qp/s2-caps", QRDMA_NODE_QP, test_s2_caps, &opts);
+    qos_add_test("qp/s3-types", QRDMA_NODE_QP, test_s3_types, &opts);
+    qos_add_test("qp/s4-srq-ignores-recv-caps", QRDMA_NODE_QP,
                  test_s4_srq_ignores_recv_caps, &opts);
-    qos_add_test("qp/s7-reset-and-unique", "qrdma", test_s7_reset_and_unique,
-                 &opts);
-    qos_add_test("qp/s10-s14-destroy-any-state", "qrdma",
+    qos_add_test("qp/s7-reset-and-unique", QRDMA_NODE_QP,
+                 test_s7_reset_and_unique, &opts);
+    qos_add_test("qp/s10-s14-destroy-any-state", QRDMA_NODE_QP,
                  test_s10_destroy_any_state, &opts);
-    qos_add_test("qp/s13-mcast-busy", "qrdma", test_s13_mcast_busy, &opts);
-    qos_add_test("qp/s20-cq-busy", "qrdma", test_s20_cq_busy, &opts);
-    qos_add_test("qp/s21-s23-no-leak", "qrdma", test_s23_no_leak, &opts);
-    qos_add_test("qp/s40-state-table-rc", "qrdma", test_s40_state_table_rc,
-                 &opts);
-    qos_add_test("qp/s40-state-table-uc", "qrdma", test_s40_state_table_uc,
-                 &opts);
-    qos_add_test("qp/s40-state-table-ud", "qrdma", test_s40_state_table_ud,
-                 &opts);
-    qos_add_test("qp/s40-bad-values", "qrdma", test_s40_bad_values, &opts);
+    qos_add_test("qp/s13-mcast-busy", QRDMA_NODE_QP,
+                 test_s13_mcast_busy, &opts);
+    qos_add_test("qp/s20-cq-busy", QRDMA_NODE_QP, test_s20_cq_busy, &opts);
+    qos_add_test("qp/s21-s23-no-leak", QRDMA_NODE_QP, test_s23_no_leak, &opts);
+    qos_add_test("qp/s40-state-table-rc", QRDMA_NODE_QP,
+                 test_s40_state_table_rc, &opts);
+    qos_add_test("qp/s40-state-table-uc", QRDMA_NODE_QP,
+                 test_s40_state_table_uc, &opts);
+    qos_add_test("qp/s40-state-table-ud", QRDMA_NODE_QP,
+                 test_s40_state_table_ud, &opts);
+    qos_add_test("qp/s40-bad-values", QRDMA_NODE_QP,
+                 test_s40_bad_values, &opts);
 }
 
 libqos_init(qrdma_qp_register_tests);

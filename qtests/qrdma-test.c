@@ -28,6 +28,13 @@ static void *qrdma_get_driver(void *obj, const char *interface)
     if (!g_strcmp0(interface, "pci-device")) {
         return &q->dev;
     }
+    if (!g_strcmp0(interface, QRDMA_NODE_CMD) ||
+        !g_strcmp0(interface, QRDMA_NODE_QP) ||
+        !g_strcmp0(interface, QRDMA_NODE_ETH) ||
+        !g_strcmp0(interface, QRDMA_NODE_DP) ||
+        !g_strcmp0(interface, QRDMA_NODE_FUZZ)) {
+        return q;
+    }
 
     fprintf(stderr, "%s not present in qrdma\n", interface);
     g_assert_not_reached();
@@ -262,6 +269,11 @@ static void qrdma_register_nodes(void)
     qos_node_create_driver("qrdma", qrdma_create);
     qos_node_consumes("qrdma", "pci-bus", &opts);
     qos_node_produces("qrdma", "pci-device");
+    qos_node_produces("qrdma", QRDMA_NODE_CMD);
+    qos_node_produces("qrdma", QRDMA_NODE_QP);
+    qos_node_produces("qrdma", QRDMA_NODE_ETH);
+    qos_node_produces("qrdma", QRDMA_NODE_DP);
+    qos_node_produces("qrdma", QRDMA_NODE_FUZZ);
 
     qos_add_test("pci-ids", "qrdma", test_pci_ids, NULL);
     qos_add_test("bar-sizes", "qrdma", test_bar_sizes, NULL);
