@@ -758,6 +758,21 @@ static uint16_t ipv4_header_sum(const uint8_t *ip)
     return sum;
 }
 
+/* An AH on e's PD to ::ffff:10.0.2.<ip> on VLAN vlan_id: its handle. */
+static uint32_t create_ah(Env *e, uint8_t ip, uint16_t vlan_id)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
+    struct qrdma_cmpl cmpl;
+
+    cmd.create_ah.pd = cpu_to_le32(e->pd);
+    cmd.create_ah.av.hop_limit = 64;
+    cmd.create_ah.av.vlan_id = cpu_to_le16(vlan_id);
+    memcpy(cmd.create_ah.av.dgid,
+           (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, ip }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
+    return cmpl.handle;
+}
+
 /*
  * The VLAN of a UD receive (what ib_cm matches a MAD's GID by): in the
  * CQE of a CQ created with QRDMA_CQ_F_VLAN, as QRDMA_CQE_F_VLAN and
@@ -767,9 +782,7 @@ static uint16_t ipv4_header_sum(const uint8_t *ip)
  */
 static void ud_vlan(Env *e)
 {
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
     static const uint16_t vlans[] = { 100, QRDMA_VLAN_NONE, 0, 4094 };
-    struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
     Cq vcq, bad;
@@ -791,18 +804,10 @@ static void ud_vlan(Env *e)
     write_data(e, 0, "tagged");
 
     for (i = 0; i < ARRAY_SIZE(vlans); i++) {
-        cmd.hdr.opcode = QRDMA_CMD_CREATE_AH;
-        cmd.create_ah.pd = cpu_to_le32(e->pd);
-        cmd.create_ah.av.hop_limit = 64;
-        cmd.create_ah.av.vlan_id = cpu_to_le16(vlans[i]);
-        memcpy(cmd.create_ah.av.dgid,
-               (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
-        g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
-
         post_recv(e, &b, 0xb0 + i, e->data + 4096, 256, e->lkey);
         post_recv(e, &c, 0xc0 + i, e->data + 8192, 256, e->lkey);
         w = wqe_sge(0xa0 + i, QRDMA_WR_SEND, e->data, 7, e->lkey);
-        w.ud.ah = cmpl.handle;
+        w.ud.ah = create_ah(e, 15, vlans[i]);
         w.ud.remote_qkey = cpu_to_le32(0x1234);
         w.ud.remote_qpn = cpu_to_le32(b.qpn);
         post_send(e, &a, &w);
@@ -1478,11 +1483,10 @@ static uint8_t resize_cq(Env *e, Cq *cq, uint32_t log2, uint64_t ring,
 static void test_cq_resize_outstanding(void *obj, void *data,
                                        QGuestAllocator *alloc)
 {
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
-    struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
     uint64_t errors, ring;
+    uint32_t ah;
     Qp a, b;
     Cq cq;
     int i;
@@ -1495,16 +1499,11 @@ static void test_cq_resize_outstanding(void *obj, void *data,
     to_rtr(&e, &a, 0);
     to_rtr(&e, &b, 0);
     to_rts(&e, &a, 0);
-    cmd.create_ah.pd = cpu_to_le32(e.pd);
-    cmd.create_ah.av.hop_limit = 64;
-    cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
-    memcpy(cmd.create_ah.av.dgid,
-           (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
-    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    ah = create_ah(&e, 15, QRDMA_VLAN_NONE);
     /* six sends to a QP with no receive posted: six send CQEs */
     for (i = 0; i < 6; i++) {
         w = wqe_sge(0x10 + i, QRDMA_WR_SEND, e.data, 8, e.lkey);
-        w.ud.ah = cmpl.handle;
+        w.ud.ah = ah;
         w.ud.remote_qpn = cpu_to_le32(b.qpn);
         w.ud.remote_qkey = cpu_to_le32(0x1234);
         post_send(&e, &a, &w);

@@ -22,6 +22,7 @@ describe() {
     case $1 in
         suite_copy) echo "rdma-core's tests/ from build/provider/rdma-core-tests" ;;
         rxe_parity) echo "qrdma passes every test rxe passes, but those in rdma-core-known-gaps.txt" ;;
+        no_guest_errors) echo "the suite, bad requests and all, made the device count no guest error: the driver refuses what the device would" ;;
     esac
 }
 # The suite writes __pycache__ next to itself: a copy off the read-only share.
@@ -48,6 +49,12 @@ if [ -n "$QRDMA_GID_INDEX" ] && [ -d /tmp/rdma-core-tests ]; then
 fi
 # The checks of qrdma end its part; rxe needs none of it.
 echo "# guest_errors $(qrdma_counter guest_errors), stale_cqes $(qrdma_counter stale_cqes)"
+t_no_guest_errors() {
+    local n
+    n=$(qrdma_counter guest_errors)
+    [ "$n" = 0 ] || { echo "guest_errors $n: QEMU's -d guest_errors says which"; return 1; }
+}
+run_test no_guest_errors
 run_test qrdma_unload
 
 # The same suite on rxe in the same VM, the reference: its results are

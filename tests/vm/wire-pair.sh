@@ -213,18 +213,24 @@ t_read_lat_cm() { perftest_cm ib_read_lat -n "$LAT_ITERS"; }
 
 # --- the rdma_cm examples ---------------------------------------------------------
 
-t_rping() {
-    local p count=20
-    pair_need_setup || return 1
+# rping_between NAME COUNT IP PEER_IP: rping -V, the server on A at IP,
+# the client on B; B counts the pings it printed.
+rping_between() {
+    local name=$1 count=$2 ip=$3 peer_ip=$4 p
     p=$(port)
-    pair_server_client "$LOGDIR/rping" "cm:$p" "$RUN_TIMEOUT" \
-        rping -s -a "$PAIR_IP" -p "$p" -C "$count" -v -V -- \
-        rping -c -a "$PAIR_PEER_IP" -p "$p" -C "$count" -v -V || return 1
+    pair_server_client "$LOGDIR/$name" "cm:$p" "$RUN_TIMEOUT" \
+        rping -s -a "$ip" -p "$p" -C "$count" -v -V -- \
+        rping -c -a "$peer_ip" -p "$p" -C "$count" -v -V || return 1
     pair_is b || return 0
-    [ "$(grep -c 'ping data' "$LOGDIR/rping.client")" -eq "$count" ] || {
+    [ "$(grep -c 'ping data' "$LOGDIR/$name.client")" -eq "$count" ] || {
         echo "the client did not print $count pings"
         return 1
     }
+}
+
+t_rping() {
+    pair_need_setup || return 1
+    rping_between rping 20 "$PAIR_IP" "$PAIR_PEER_IP"
 }
 
 # Over an 802.1Q VLAN of the RoCE netdev: the GIDs of the VLAN device
@@ -233,7 +239,7 @@ t_rping() {
 # (ib_init_ah_attr_from_wc matches it against the GID's netdev).
 VLAN_ID=100
 t_rping_vlan() {
-    local p count=10 vdev=$PAIR_NETDEV.$VLAN_ID ip peer_ip i
+    local vdev=$PAIR_NETDEV.$VLAN_ID ip peer_ip i
     pair_need_setup || return 1
     ip=10.100.0.${PAIR_IP##*.} peer_ip=10.100.0.${PAIR_PEER_IP##*.}
     if [ ! -e "/sys/class/net/$vdev" ]; then
@@ -249,15 +255,7 @@ t_rping_vlan() {
     done
     grep -qx "$vdev" /sys/class/infiniband/"$PAIR_DEV"/ports/1/gid_attrs/ndevs/* 2>/dev/null ||
         { echo "$PAIR_DEV has no GID on $vdev"; return 1; }
-    p=$(port)
-    pair_server_client "$LOGDIR/rping_vlan" "cm:$p" "$RUN_TIMEOUT" \
-        rping -s -a "$ip" -p "$p" -C "$count" -v -V -- \
-        rping -c -a "$peer_ip" -p "$p" -C "$count" -v -V || return 1
-    pair_is b || return 0
-    [ "$(grep -c 'ping data' "$LOGDIR/rping_vlan.client")" -eq "$count" ] || {
-        echo "the client did not print $count pings"
-        return 1
-    }
+    rping_between rping_vlan 10 "$ip" "$peer_ip"
 }
 
 t_ucmatose() {
