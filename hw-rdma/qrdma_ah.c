@@ -29,13 +29,13 @@ uint8_t qrdma_check_av(QrdmaCore *core, const struct qrdma_av *av)
 
     if (av->sgid_index >= QRDMA_GID_TABLE_LEN ||
         !core->gid[av->sgid_index].type) {
-        QRDMA_GUEST_ERR(core, cmd_av_sgid, "source GID index %u is not set",
-                        av->sgid_index);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_av_sgid,
+                        "source GID index %u is not set", av->sgid_index);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (flow_label > 0xfffff) {
-        QRDMA_GUEST_ERR(core, cmd_av_flow_label, "flow label 0x%" PRIx32
-                        " over 20 bits", flow_label);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_av_flow_label,
+                        "flow label 0x%" PRIx32 " over 20 bits", flow_label);
         return QRDMA_STATUS_BAD_PARAM;
     }
     return QRDMA_STATUS_OK;

@@ -36,13 +36,14 @@ static uint8_t qrdma_reply(QrdmaCore *core, const struct qrdma_cmd_query *q,
     uint32_t resp_len = le32_to_cpu(q->resp_len);
 
     if (resp_len < len) {
-        QRDMA_GUEST_ERR(core, cmd_reply_short, "answer buffer of %" PRIu32
-                        " bytes, %zu needed", resp_len, len);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_reply_short,
+                        "answer buffer of %" PRIu32 " bytes, %zu needed",
+                        resp_len, len);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (!qrdma_dma_write(core, addr, resp, len)) {
-        QRDMA_GUEST_ERR(core, cmd_reply_not_ram, "answer buffer at 0x%" PRIx64
-                        " is not RAM", addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_reply_not_ram,
+                        "answer buffer at 0x%" PRIx64 " is not RAM", addr);
         return QRDMA_STATUS_BAD_ADDR;
     }
     return QRDMA_STATUS_OK;
@@ -129,7 +130,7 @@ static uint8_t qrdma_cmd_query_port(QrdmaCore *core, uint32_t uctx,
     bool up = qrdma_eth_link_up(core);
 
     if (port != 1) {
-        QRDMA_GUEST_ERR(core, cmd_bad_port, "no port %" PRIu32, port);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_bad_port, "no port %" PRIu32, port);
         return QRDMA_STATUS_BAD_PARAM;
     }
     p.state = up ? QRDMA_PORT_ACTIVE : QRDMA_PORT_DOWN;
@@ -152,7 +153,7 @@ static uint8_t qrdma_cmd_query_gid(QrdmaCore *core, uint32_t uctx,
     uint32_t index = le32_to_cpu(cmd->query.index);
 
     if (index >= QRDMA_GID_TABLE_LEN) {
-        QRDMA_GUEST_ERR(core, cmd_gid_index, "GID index %" PRIu32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_gid_index, "GID index %" PRIu32
                         " out of range", index);
         return QRDMA_STATUS_BAD_PARAM;
     }
@@ -174,13 +175,13 @@ static uint8_t qrdma_cmd_set_gid(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     if (index >= QRDMA_GID_TABLE_LEN) {
-        QRDMA_GUEST_ERR(core, cmd_gid_index, "GID index %" PRIu32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_gid_index, "GID index %" PRIu32
                         " out of range", index);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (g->type != QRDMA_GID_TYPE_ROCE_V2) {
-        QRDMA_GUEST_ERR(core, cmd_gid_type, "GID type %u is not RoCEv2",
-                        g->type);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_gid_type,
+                        "GID type %u is not RoCEv2", g->type);
         return QRDMA_STATUS_BAD_PARAM;
     }
     e = &core->gid[index];
@@ -204,7 +205,7 @@ static uint8_t qrdma_cmd_del_gid(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     if (index >= QRDMA_GID_TABLE_LEN) {
-        QRDMA_GUEST_ERR(core, cmd_gid_index, "GID index %" PRIu32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_gid_index, "GID index %" PRIu32
                         " out of range", index);
         return QRDMA_STATUS_BAD_PARAM;
     }
@@ -416,13 +417,13 @@ static uint8_t qrdma_cmd_exec(QrdmaCore *core, const struct qrdma_cmd *cmd,
     trace_qrdma_cmd(core->cmdq.cur_name, le16_to_cpu(cmd->hdr.cmd_id), uctx);
 
     if (!info) {
-        QRDMA_GUEST_ERR(core, cmd_bad_opcode, "unknown opcode 0x%02x",
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_bad_opcode, "unknown opcode 0x%02x",
                         cmd->hdr.opcode);
         return QRDMA_STATUS_BAD_OPCODE;
     }
     if (cmd->hdr.flags) {
-        QRDMA_GUEST_ERR(core, cmd_hdr_flags, "reserved header flags 0x%02x",
-                        cmd->hdr.flags);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_hdr_flags,
+                        "reserved header flags 0x%02x", cmd->hdr.flags);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (uctx != QRDMA_UCTX_KERNEL &&
@@ -430,8 +431,8 @@ static uint8_t qrdma_cmd_exec(QrdmaCore *core, const struct qrdma_cmd *cmd,
         return qrdma_no_handle(core, "user context", uctx);
     }
     if (info->creates && !qrdma_block_migration(core)) {
-        QRDMA_GUEST_ERR(core, cmd_migrating, "%s: a migration is running",
-                        core->cmdq.cur_name);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_migrating,
+                        "%s: a migration is running", core->cmdq.cur_name);
         return QRDMA_STATUS_BUSY;
     }
     return info->fn(core, uctx, cmd, cmpl);
@@ -462,9 +463,9 @@ void qrdma_cmdq_process(void *opaque)
 
         /* One copy out of guest memory; only the copy is looked at. */
         if (!qrdma_dma_read(core, cmd_addr, &cmd, sizeof(cmd))) {
-            QRDMA_GUEST_ERR(core, cmdq_entry_not_ram, "command ring entry "
-                            "at 0x%" PRIx64 " is not in RAM: device fatal",
-                            cmd_addr);
+            QRDMA_GUEST_ERR(core, qrdma_err_cmdq_entry_not_ram,
+                            "command ring entry " "at 0x%" PRIx64
+                            " is not in RAM: device fatal", cmd_addr);
             qrdma_fatal(core, QRDMA_CONFIG_ERR_DMA);
             break;
         }
@@ -485,9 +486,9 @@ void qrdma_cmdq_process(void *opaque)
          */
         cmpl.flags = phase ? 0 : QRDMA_CMPL_F_PHASE;
         if (!qrdma_dma_write(core, cmpl_addr, &cmpl, sizeof(cmpl))) {
-            QRDMA_GUEST_ERR(core, cmdq_cmpl_not_ram, "completion ring entry"
-                            " at 0x%" PRIx64 " is not in RAM: device fatal",
-                            cmpl_addr);
+            QRDMA_GUEST_ERR(core, qrdma_err_cmdq_cmpl_not_ram,
+                            "completion ring entry" " at 0x%" PRIx64
+                            " is not in RAM: device fatal", cmpl_addr);
             qrdma_fatal(core, QRDMA_CONFIG_ERR_DMA);
             break;
         }

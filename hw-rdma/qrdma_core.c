@@ -158,8 +158,8 @@ uint64_t qrdma_core_mmio_read(QrdmaCore *core, hwaddr addr, unsigned size)
     uint64_t val;
 
     if (!qrdma_reg_find(core, addr, size, &info)) {
-        QRDMA_GUEST_ERR(core, mmio_bad_read, "invalid %u-byte read at 0x%"
-                        HWADDR_PRIx, size, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_mmio_bad_read,
+                        "invalid %u-byte read at 0x%" HWADDR_PRIx, size, addr);
         return 0;
     }
 
@@ -202,7 +202,8 @@ static void qrdma_enable(QrdmaCore *core)
 
     core->config_err = err;
     if (err != QRDMA_CONFIG_ERR_NONE) {
-        QRDMA_GUEST_ERR(core, enable, "enable refused: bad command queue "
+        QRDMA_GUEST_ERR(core, qrdma_err_enable,
+                        "enable refused: bad command queue "
                         "configuration (CONFIG_ERR %" PRIu32 ")", err);
         return;
     }
@@ -227,7 +228,8 @@ static void qrdma_write_dev_ctrl(QrdmaCore *core, uint32_t val)
     bool enabled = core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE;
 
     if (val & ~QRDMA_DEV_CTRL_VALID_MASK) {
-        QRDMA_GUEST_ERR(core, dev_ctrl_reserved, "DEV_CTRL write 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_dev_ctrl_reserved,
+                        "DEV_CTRL write 0x%" PRIx32
                         " sets reserved bits, ignored", val);
         return;
     }
@@ -239,7 +241,8 @@ static void qrdma_write_dev_ctrl(QrdmaCore *core, uint32_t val)
     }
 
     if (core->dev_status & QRDMA_DEV_STATUS_FATAL) {
-        QRDMA_GUEST_ERR(core, dev_ctrl_fatal, "DEV_CTRL write 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_dev_ctrl_fatal,
+                        "DEV_CTRL write 0x%" PRIx32
                         " while the device is in fatal state, ignored", val);
         return;
     }
@@ -256,14 +259,16 @@ static void qrdma_write_cmdq_pi(QrdmaCore *core, uint32_t pi)
     QrdmaCmdq *q = &core->cmdq;
 
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
-        QRDMA_GUEST_ERR(core, cmdq_db_not_ready, "command doorbell 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmdq_db_not_ready,
+                        "command doorbell 0x%" PRIx32
                         " while the device is not ready, ignored", pi);
         return;
     }
     if (pi - q->ci > (1u << q->log2)) {
-        QRDMA_GUEST_ERR(core, cmdq_db_beyond_ring, "command doorbell 0x%"
-                        PRIx32 " is more than the ring size ahead of 0x%"
-                        PRIx32 ", ignored", pi, q->ci);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmdq_db_beyond_ring,
+                        "command doorbell 0x%" PRIx32
+                        " is more than the ring size ahead of 0x%" PRIx32
+                        ", ignored", pi, q->ci);
         return;
     }
     trace_qrdma_cmdq_db(pi, q->ci);
@@ -280,15 +285,15 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
     uint64_t full;
 
     if (!qrdma_reg_find(core, addr, size, &info)) {
-        QRDMA_GUEST_ERR(core, mmio_bad_write, "invalid %u-byte write at 0x%"
-                        HWADDR_PRIx " (val 0x%" PRIx64 "), ignored",
-                        size, addr, val);
+        QRDMA_GUEST_ERR(core, qrdma_err_mmio_bad_write,
+                        "invalid %u-byte write at 0x%" HWADDR_PRIx " (val 0x%"
+                        PRIx64 "), ignored", size, addr, val);
         return;
     }
     if (!reg->writable) {
-        QRDMA_GUEST_ERR(core, mmio_read_only, "write 0x%" PRIx64 " to "
-                        "read-only register 0x%" HWADDR_PRIx ", ignored",
-                        val, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_mmio_read_only,
+                        "write 0x%" PRIx64 " to " "read-only register 0x%"
+                        HWADDR_PRIx ", ignored", val, addr);
         return;
     }
     trace_qrdma_mmio_write(addr, size, val);
@@ -321,9 +326,9 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
 
     /* The rest configure the command queue: fixed while enabled. */
     if (core->dev_ctrl & QRDMA_DEV_CTRL_ENABLE) {
-        QRDMA_GUEST_ERR(core, cmdq_config_enabled, "command queue register "
-                        "0x%" HWADDR_PRIx " written while enabled, ignored",
-                        addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmdq_config_enabled,
+                        "command queue register " "0x%" HWADDR_PRIx
+                        " written while enabled, ignored", addr);
         return;
     }
     switch (reg->offset) {
@@ -344,7 +349,7 @@ void qrdma_core_mmio_write(QrdmaCore *core, hwaddr addr, uint64_t val,
 /* BAR2, the doorbell pages: write-only. */
 uint64_t qrdma_core_db_read(QrdmaCore *core, hwaddr addr, unsigned size)
 {
-    QRDMA_GUEST_ERR(core, db_read, "%u-byte read at 0x%" HWADDR_PRIx
+    QRDMA_GUEST_ERR(core, qrdma_err_db_read, "%u-byte read at 0x%" HWADDR_PRIx
                     " of the doorbell BAR, ignored", size, addr);
     return 0;
 }

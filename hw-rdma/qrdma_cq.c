@@ -75,8 +75,9 @@ bool qrdma_cq_push(QrdmaCore *core, uint32_t cqn,
      */
     if (!qrdma_dma_publish(core, addr, cqe, sizeof(*cqe),
                            offsetof(struct qrdma_cqe, flags))) {
-        QRDMA_GUEST_ERR(core, cq_ring_gone, "CQ 0x%" PRIx32 ": entry at 0x%"
-                        PRIx64 " is no longer RAM", cqn, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_cq_ring_gone,
+                        "CQ 0x%" PRIx32 ": entry at 0x%" PRIx64
+                        " is no longer RAM", cqn, addr);
         cq->overrun = true;
         qrdma_event(core, QRDMA_EV_CQ_ERR, cqn);
         return false;
@@ -109,13 +110,15 @@ static uint8_t qrdma_cq_ring(QrdmaCore *core, const struct qrdma_cmd_cq *c,
 
     *log2 = le32_to_cpu(c->log2_entries);
     if ((1ull << MIN(*log2, 63)) > core->limits.max_cqe) {
-        QRDMA_GUEST_ERR(core, cmd_cq_size, "2^%" PRIu32 " CQEs, limit %"
-                        PRIu32, *log2, core->limits.max_cqe);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_cq_size,
+                        "2^%" PRIu32 " CQEs, limit %" PRIu32, *log2,
+                        core->limits.max_cqe);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (npages != qrdma_ring_pages(*log2, QRDMA_CQE_SIZE)) {
-        QRDMA_GUEST_ERR(core, cmd_cq_ring_pages, "CQ ring of 2^%" PRIu32
-                        " entries on %" PRIu32 " pages", *log2, npages);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_cq_ring_pages,
+                        "CQ ring of 2^%" PRIu32 " entries on %" PRIu32 " pages",
+                        *log2, npages);
         return QRDMA_STATUS_BAD_PARAM;
     }
     return qrdma_pages_read(core, core->cmdq.cur_name,
@@ -137,18 +140,21 @@ uint8_t qrdma_cmd_create_cq(QrdmaCore *core, uint32_t uctx,
     int idx;
 
     if (flags & ~QRDMA_CQ_F_ALL) {
-        QRDMA_GUEST_ERR(core, cmd_cq_flags, "CQ flags 0x%" PRIx32, flags);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_cq_flags,
+                        "CQ flags 0x%" PRIx32, flags);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (eq >= core->msix_vectors) {
-        QRDMA_GUEST_ERR(core, cmd_cq_vector, "completion vector %" PRIu32
-                        " of %u", eq, core->msix_vectors);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_cq_vector,
+                        "completion vector %" PRIu32 " of %u", eq,
+                        core->msix_vectors);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (ci_addr && (!QEMU_IS_ALIGNED(ci_addr, sizeof(uint32_t)) ||
                     !qrdma_dma_ok(core, ci_addr, sizeof(uint32_t), false))) {
-        QRDMA_GUEST_ERR(core, cmd_cq_ci_addr, "consumer index word at 0x%"
-                        PRIx64 " is not aligned RAM", ci_addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_cq_ci_addr,
+                        "consumer index word at 0x%" PRIx64
+                        " is not aligned RAM", ci_addr);
         return QRDMA_STATUS_BAD_ADDR;
     }
     st = qrdma_cq_ring(core, &cmd->cq, &log2, &ring);
@@ -202,7 +208,7 @@ uint8_t qrdma_cmd_resize_cq(QrdmaCore *core, uint32_t uctx,
     n = cq->pi - ci;
     if (n > (1u << cq->log2)) {
         qrdma_pages_free(&ring);
-        QRDMA_GUEST_ERR(core, cmd_cq_resize_ci, "cq 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_cq_resize_ci, "cq 0x%" PRIx32
                         ": consumer index %" PRIu32 " with %" PRIu32
                         " CQEs written", cq->handle, ci, cq->pi);
         return QRDMA_STATUS_BAD_PARAM;
@@ -257,8 +263,9 @@ uint8_t qrdma_cmd_destroy_cq(QrdmaCore *core, uint32_t uctx,
     cq = &core->cq[idx];
     /* S20 */
     if (cq->refs) {
-        QRDMA_GUEST_ERR(core, cmd_cq_busy, "cq 0x%" PRIx32 " is still used by"
-                        " %" PRIu32 " work queues", handle, cq->refs);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_cq_busy,
+                        "cq 0x%" PRIx32 " is still used by" " %" PRIu32
+                        " work queues", handle, cq->refs);
         return QRDMA_STATUS_BUSY;
     }
     qrdma_pages_free(&cq->ring);

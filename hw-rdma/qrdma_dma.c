@@ -305,9 +305,9 @@ bool qrdma_dma_map(QrdmaCore *core, uint64_t addr, dma_addr_t len,
                                      MEMTXATTRS_UNSPECIFIED);
         if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
             (is_write && mr->readonly) || !plen) {
-            QRDMA_GUEST_ERR(core, dma_not_ram, "DMA 0x%" PRIx64 "+0x%" PRIx64
-                            " (write %d): not guest RAM", addr, len,
-                            is_write);
+            QRDMA_GUEST_ERR(core, qrdma_err_dma_not_ram,
+                            "DMA 0x%" PRIx64 "+0x%" PRIx64
+                            " (write %d): not guest RAM", addr, len, is_write);
             return false;
         }
     }
@@ -368,25 +368,28 @@ uint8_t qrdma_pages_read(QrdmaCore *core, const char *what, uint64_t addr,
     uint32_t i;
 
     if (n == 0 || n > max) {
-        QRDMA_GUEST_ERR(core, pages_count, "%s: page list of %" PRIu32
+        QRDMA_GUEST_ERR(core, qrdma_err_pages_count, "%s: page list of %" PRIu32
                         " entries, limit %" PRIu32, what, n, max);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (!QEMU_IS_ALIGNED(addr, sizeof(uint64_t))) {
-        QRDMA_GUEST_ERR(core, pages_misaligned, "%s: page list at 0x%" PRIx64
-                        " is misaligned", what, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_pages_misaligned,
+                        "%s: page list at 0x%" PRIx64 " is misaligned", what,
+                        addr);
         return QRDMA_STATUS_BAD_PARAM;
     }
     list = g_try_new(uint64_t, n);
     if (!list) {
-        QRDMA_GUEST_ERR(core, pages_no_memory, "%s: no memory for a page "
-                        "list of %" PRIu32, what, n);
+        QRDMA_GUEST_ERR(core, qrdma_err_pages_no_memory,
+                        "%s: no memory for a page " "list of %" PRIu32, what,
+                        n);
         return QRDMA_STATUS_NO_RESOURCES;
     }
     if (!qrdma_dma_read(core, addr, list, (uint64_t)n * sizeof(uint64_t))) {
         g_free(list);
-        QRDMA_GUEST_ERR(core, pages_not_ram, "%s: page list at 0x%" PRIx64
-                        " is not in RAM", what, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_pages_not_ram,
+                        "%s: page list at 0x%" PRIx64 " is not in RAM", what,
+                        addr);
         return QRDMA_STATUS_BAD_ADDR;
     }
     for (i = 0; i < n; i++) {
@@ -396,7 +399,7 @@ uint8_t qrdma_pages_read(QrdmaCore *core, const char *what, uint64_t addr,
             uint64_t bad = list[i];
 
             g_free(list);
-            QRDMA_GUEST_ERR(core, pages_bad_page, "%s: page %" PRIu32
+            QRDMA_GUEST_ERR(core, qrdma_err_pages_bad_page, "%s: page %" PRIu32
                             " at 0x%" PRIx64 " is not an aligned page of "
                             "guest RAM (writable %d)", what, i, bad,
                             writable);

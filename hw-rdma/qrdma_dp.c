@@ -142,8 +142,9 @@ static bool qrdma_wqe_fetch(QrdmaCore *core, QrdmaQp *qp, uint32_t idx,
          !qrdma_dma_read(core, addr + QRDMA_WQE_FIRST_READ,
                          (uint8_t *)wqe + QRDMA_WQE_FIRST_READ,
                          qrdma_wqe_rest(wqe)))) {
-        QRDMA_GUEST_ERR(core, wqe_unreadable, "qp 0x%" PRIx32 ": send WQE"
-                        " at 0x%" PRIx64 " unreadable", qp->qpn, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_wqe_unreadable,
+                        "qp 0x%" PRIx32 ": send WQE" " at 0x%" PRIx64
+                        " unreadable", qp->qpn, addr);
         qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
         qrdma_qp_to_err(core, qp, false);
         return false;
@@ -307,7 +308,8 @@ QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx)
     c->mr_gen = core->mr_gen;
     c->status = qrdma_wqe_check(qp, wqe);
     if (c->status) {
-        QRDMA_GUEST_ERR(core, wqe_bad, "qp 0x%" PRIx32 ": bad send WQE "
+        QRDMA_GUEST_ERR(core, qrdma_err_wqe_bad,
+                        "qp 0x%" PRIx32 ": bad send WQE "
                         "(opcode %u, %u SGEs)", qp->qpn, wqe->opcode,
                         wqe->num_sge);
         return c;
@@ -631,7 +633,7 @@ static bool qrdma_db_index_ok(QrdmaCore *core, uint32_t handle,
                               uint32_t index, uint32_t ci, uint32_t log2)
 {
     if (index - ci > (1u << log2)) {
-        QRDMA_GUEST_ERR(core, db_beyond_ring, "doorbell of 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_db_beyond_ring, "doorbell of 0x%" PRIx32
                         ": producer index %" PRIu32 " beyond the ring (ci %"
                         PRIu32 ")", handle, index, ci);
         return false;
@@ -647,13 +649,13 @@ static void qrdma_db_wq(QrdmaCore *core, uint32_t uctx, bool sq,
     QrdmaQp *qp;
 
     if (idx < 0 || core->qp[idx].uctx != uctx) {
-        QRDMA_GUEST_ERR(core, db_no_qp, "doorbell of QP 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_db_no_qp, "doorbell of QP 0x%" PRIx32
                         ", none in context 0x%" PRIx32, handle, uctx);
         return;
     }
     qp = &core->qp[idx];
     if (!sq && qp->srq) {
-        QRDMA_GUEST_ERR(core, db_rq_of_srq_qp, "RQ doorbell of QP 0x%"
+        QRDMA_GUEST_ERR(core, qrdma_err_db_rq_of_srq_qp, "RQ doorbell of QP 0x%"
                         PRIx32 ", which is on an SRQ", handle);
         return;
     }
@@ -682,7 +684,7 @@ static void qrdma_db_srq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
     QrdmaSrq *srq;
 
     if (idx < 0 || core->srq[idx].uctx != uctx) {
-        QRDMA_GUEST_ERR(core, db_no_srq, "doorbell of SRQ 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_db_no_srq, "doorbell of SRQ 0x%" PRIx32
                         ", none in context 0x%" PRIx32, handle, uctx);
         return;
     }
@@ -699,13 +701,15 @@ static void qrdma_db_cq(QrdmaCore *core, uint32_t uctx, uint32_t handle,
     int idx = qrdma_table_lookup(&core->cq_table, handle);
 
     if (idx < 0 || core->cq[idx].uctx != uctx) {
-        QRDMA_GUEST_ERR(core, db_no_cq, "arm doorbell of CQ 0x%" PRIx32
-                        ", none in context 0x%" PRIx32, handle, uctx);
+        QRDMA_GUEST_ERR(core, qrdma_err_db_no_cq,
+                        "arm doorbell of CQ 0x%" PRIx32 ", none in context 0x%"
+                        PRIx32, handle, uctx);
         return;
     }
     if (flags & ~(QRDMA_DB_CQ_ARM_NEXT | QRDMA_DB_CQ_ARM_SOLICITED)) {
-        QRDMA_GUEST_ERR(core, db_arm_flags, "arm doorbell of CQ 0x%" PRIx32
-                        ": unknown flags 0x%" PRIx32, handle, flags);
+        QRDMA_GUEST_ERR(core, qrdma_err_db_arm_flags,
+                        "arm doorbell of CQ 0x%" PRIx32 ": unknown flags 0x%"
+                        PRIx32, handle, flags);
         return;
     }
     core->cq[idx].armed |= flags;
@@ -720,21 +724,23 @@ void qrdma_dp_db_write(QrdmaCore *core, hwaddr addr, uint64_t val,
     uint32_t uctx = QRDMA_UCTX_KERNEL;
 
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
-        QRDMA_GUEST_ERR(core, db_not_ready, "doorbell 0x%" PRIx64 " at 0x%"
-                        HWADDR_PRIx " before the device is ready", val, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_db_not_ready,
+                        "doorbell 0x%" PRIx64 " at 0x%" HWADDR_PRIx
+                        " before the device is ready", val, addr);
         return;
     }
     if (size != 8 || !QEMU_IS_ALIGNED(off, 8) || off > QRDMA_DB_CQ_ARM) {
-        QRDMA_GUEST_ERR(core, db_bad_access, "write 0x%" PRIx64 " at 0x%"
-                        HWADDR_PRIx " is not a doorbell", val, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_db_bad_access,
+                        "write 0x%" PRIx64 " at 0x%" HWADDR_PRIx
+                        " is not a doorbell", val, addr);
         return;
     }
     if (page) {
         if (page > core->uctx_table.max ||
             !core->uctx_table.busy[page - 1]) {
-            QRDMA_GUEST_ERR(core, db_no_uctx, "doorbell 0x%" PRIx64 " at 0x%"
-                            HWADDR_PRIx ": page of no user context",
-                            val, addr);
+            QRDMA_GUEST_ERR(core, qrdma_err_db_no_uctx,
+                            "doorbell 0x%" PRIx64 " at 0x%" HWADDR_PRIx
+                            ": page of no user context", val, addr);
             return;
         }
         uctx = qrdma_table_handle(&core->uctx_table, page - 1);

@@ -112,7 +112,8 @@ void qrdma_eq_write(QrdmaCore *core, unsigned n, hwaddr reg, uint64_t val)
     switch (reg) {
     case QRDMA_REG_EQ_CI:
         if (!enabled || eq->pi - (uint32_t)val > (1u << eq->log2)) {
-            QRDMA_GUEST_ERR(core, eq_ci, "EQ %u: consumer index 0x%" PRIx64
+            QRDMA_GUEST_ERR(core, qrdma_err_eq_ci,
+                            "EQ %u: consumer index 0x%" PRIx64
                             " out of range, ignored", n, val);
             return;
         }
@@ -120,8 +121,9 @@ void qrdma_eq_write(QrdmaCore *core, unsigned n, hwaddr reg, uint64_t val)
         return;
     case QRDMA_REG_EQ_CTRL:
         if (val & ~QRDMA_EQ_CTRL_ENABLE) {
-            QRDMA_GUEST_ERR(core, eq_ctrl_reserved, "EQ %u: reserved control"
-                            " bits 0x%" PRIx64 ", ignored", n, val);
+            QRDMA_GUEST_ERR(core, qrdma_err_eq_ctrl_reserved,
+                            "EQ %u: reserved control" " bits 0x%" PRIx64
+                            ", ignored", n, val);
             return;
         }
         if (!(val & QRDMA_EQ_CTRL_ENABLE)) {
@@ -134,8 +136,9 @@ void qrdma_eq_write(QrdmaCore *core, unsigned n, hwaddr reg, uint64_t val)
         }
         if (!eq->base || !QEMU_IS_ALIGNED(eq->base, sizeof(struct qrdma_eqe)) ||
             eq->log2 < QRDMA_EQ_LOG2_MIN || eq->log2 > QRDMA_EQ_LOG2_MAX) {
-            QRDMA_GUEST_ERR(core, eq_config, "EQ %u: enable refused: base 0x%"
-                            PRIx64 " log2 %" PRIu32, n, eq->base, eq->log2);
+            QRDMA_GUEST_ERR(core, qrdma_err_eq_config,
+                            "EQ %u: enable refused: base 0x%" PRIx64 " log2 %"
+                            PRIu32, n, eq->base, eq->log2);
             return;
         }
         eq->ctrl = QRDMA_EQ_CTRL_ENABLE;
@@ -144,8 +147,9 @@ void qrdma_eq_write(QrdmaCore *core, unsigned n, hwaddr reg, uint64_t val)
     }
 
     if (enabled) {
-        QRDMA_GUEST_ERR(core, eq_write_while_enabled, "EQ %u: register 0x%"
-                        HWADDR_PRIx " written while enabled, ignored", n, reg);
+        QRDMA_GUEST_ERR(core, qrdma_err_eq_write_while_enabled,
+                        "EQ %u: register 0x%" HWADDR_PRIx
+                        " written while enabled, ignored", n, reg);
         return;
     }
     if (reg == QRDMA_REG_EQ_BASE) {
@@ -178,8 +182,8 @@ void qrdma_eq_post(QrdmaCore *core, unsigned n, uint8_t type,
     /* As for command completions: the phase goes in last. */
     eqe.flags = phase ? 0 : QRDMA_EQE_F_PHASE;
     if (!qrdma_dma_write(core, addr, &eqe, sizeof(eqe))) {
-        QRDMA_GUEST_ERR(core, eq_entry_not_ram, "EQ %u: entry at 0x%" PRIx64
-                        " is not RAM", n, addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_eq_entry_not_ram,
+                        "EQ %u: entry at 0x%" PRIx64 " is not RAM", n, addr);
         core->counters.events_dropped++;
         return;
     }

@@ -166,7 +166,8 @@ static void qrdma_eth_write_ctrl(QrdmaCore *core, uint32_t val)
     const char *why;
 
     if (val & ~QRDMA_ETH_CTRL_ENABLE) {
-        QRDMA_GUEST_ERR(core, eth_ctrl_reserved, "ETH_CTRL write 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_ctrl_reserved,
+                        "ETH_CTRL write 0x%" PRIx32
                         " sets reserved bits, ignored", val);
         return;
     }
@@ -182,11 +183,11 @@ static void qrdma_eth_write_ctrl(QrdmaCore *core, uint32_t val)
         return;
     }
     if (!qrdma_eth_config_ok(core, &ring, &why)) {
-        QRDMA_GUEST_ERR(core, eth_enable, "ETH enable refused: TX 0x%" PRIx64
-                        "/%" PRIu32 ", RX 0x%" PRIx64 "/%" PRIu32 ", vector %"
-                        PRIu32 " of %u", eth->tx.base, eth->tx.log2,
-                        eth->rx.base, eth->rx.log2, eth->irq_vector,
-                        core->msix_vectors);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_enable,
+                        "ETH enable refused: TX 0x%" PRIx64 "/%" PRIu32
+                        ", RX 0x%" PRIx64 "/%" PRIu32 ", vector %" PRIu32
+                        " of %u", eth->tx.base, eth->tx.log2, eth->rx.base,
+                        eth->rx.log2, eth->irq_vector, core->msix_vectors);
         return;
     }
     trace_qrdma_eth_enable(eth->tx.base, eth->tx.log2, eth->rx.base,
@@ -208,16 +209,18 @@ static bool qrdma_eth_pi_ok(QrdmaCore *core, const char *name,
                             const QrdmaEthRing *ring, uint32_t pi)
 {
     if (!qrdma_eth_enabled(&core->eth)) {
-        QRDMA_GUEST_ERR(core, eth_db_disabled, "ETH %s doorbell 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_db_disabled,
+                        "ETH %s doorbell 0x%" PRIx32
                         " while ETH_CTRL.ENABLE is 0, ignored", name, pi);
         return false;
     }
     if (pi - ring->ci > qrdma_eth_ring_size(ring) ||
         pi - ring->ci < ring->pi - ring->ci) {
-        QRDMA_GUEST_ERR(core, eth_db_bad_pi, "ETH %s doorbell 0x%" PRIx32
-                        " moves back from 0x%" PRIx32 " or is more than %"
-                        PRIu32 " ahead of CI 0x%" PRIx32 ", ignored", name,
-                        pi, ring->pi, qrdma_eth_ring_size(ring), ring->ci);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_db_bad_pi,
+                        "ETH %s doorbell 0x%" PRIx32 " moves back from 0x%"
+                        PRIx32 " or is more than %" PRIu32 " ahead of CI 0x%"
+                        PRIx32 ", ignored", name, pi, ring->pi,
+                        qrdma_eth_ring_size(ring), ring->ci);
         return false;
     }
     return true;
@@ -284,7 +287,7 @@ uint64_t qrdma_eth_reg_read(QrdmaCore *core, hwaddr reg)
         return eth->irq_vector;
     default:
         /* The register table and this switch disagree: refuse, loudly. */
-        QRDMA_GUEST_ERR(core, eth_reg_unknown, "read of unknown ETH "
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_reg_unknown, "read of unknown ETH "
                         "register 0x%" HWADDR_PRIx, reg);
         return 0;
     }
@@ -311,15 +314,15 @@ void qrdma_eth_reg_write(QrdmaCore *core, hwaddr reg, uint64_t val)
     case QRDMA_REG_ETH_IRQ_VECTOR:
         break;
     default:
-        QRDMA_GUEST_ERR(core, eth_reg_read_only, "write 0x%" PRIx64 " to ETH"
-                        " register 0x%" HWADDR_PRIx " that takes no write, "
-                        "ignored", val, reg);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_reg_read_only,
+                        "write 0x%" PRIx64 " to ETH" " register 0x%" HWADDR_PRIx
+                        " that takes no write, " "ignored", val, reg);
         return;
     }
 
     /* The ring configuration is fixed while the rings run. */
     if (qrdma_eth_enabled(eth)) {
-        QRDMA_GUEST_ERR(core, eth_config_enabled, "ETH register 0x%"
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_config_enabled, "ETH register 0x%"
                         HWADDR_PRIx " written (0x%" PRIx64 ") while "
                         "ETH_CTRL.ENABLE is 1, ignored", reg, val);
         return;
@@ -356,9 +359,9 @@ static void qrdma_eth_desc_complete(QrdmaCore *core, const char *name,
 
     if (!qrdma_dma_write(core, desc_addr + QRDMA_ETH_DESC_LEN_OFFSET,
                          wb, sizeof(wb))) {
-        QRDMA_GUEST_ERR(core, eth_desc_write, "ETH %s: cannot write back "
-                        "descriptor %" PRIu32 " at 0x%" PRIx64, name, idx,
-                        desc_addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_desc_write,
+                        "ETH %s: cannot write back " "descriptor %" PRIu32
+                        " at 0x%" PRIx64, name, idx, desc_addr);
     }
 }
 
@@ -380,9 +383,9 @@ static bool qrdma_eth_tx_one(QrdmaCore *core)
     uint16_t len;
 
     if (!qrdma_dma_read(core, desc_addr, &desc, sizeof(desc))) {
-        QRDMA_GUEST_ERR(core, eth_desc_read, "ETH %s: cannot read descriptor"
-                        " %" PRIu32 " at 0x%" PRIx64 ", ring stalled", "TX",
-                        idx, desc_addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_desc_read,
+                        "ETH %s: cannot read descriptor" " %" PRIu32 " at 0x%"
+                        PRIx64 ", ring stalled", "TX", idx, desc_addr);
         return false;
     }
     addr = le64_to_cpu(desc.addr);
@@ -390,9 +393,10 @@ static bool qrdma_eth_tx_one(QrdmaCore *core)
     trace_qrdma_eth_tx_desc(idx, addr, len);
 
     if (len < QRDMA_ETH_FRAME_MIN || len > QRDMA_ETH_FRAME_MAX) {
-        QRDMA_GUEST_ERR(core, eth_tx_len, "ETH TX: descriptor %" PRIu32
-                        " has frame length %" PRIu16 ", not %d-%d", idx, len,
-                        QRDMA_ETH_FRAME_MIN, QRDMA_ETH_FRAME_MAX);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_tx_len,
+                        "ETH TX: descriptor %" PRIu32 " has frame length %"
+                        PRIu16 ", not %d-%d", idx, len, QRDMA_ETH_FRAME_MIN,
+                        QRDMA_ETH_FRAME_MAX);
         flags |= QRDMA_ETH_DESC_ERR;
     } else if (!qrdma_eth_can_send(core)) {
         /* Not the guest's fault: the cable is out. */
@@ -401,9 +405,9 @@ static bool qrdma_eth_tx_one(QrdmaCore *core)
         flags |= QRDMA_ETH_DESC_ERR;
     } else if (addr > UINT64_MAX - len + 1 ||
                !qrdma_dma_read(core, addr, frame, len)) {
-        QRDMA_GUEST_ERR(core, eth_buf_dma, "ETH %s: descriptor %" PRIu32
-                        ": cannot read 0x%" PRIx64 "+%" PRIu64, "TX", idx,
-                        addr, (uint64_t)len);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_buf_dma,
+                        "ETH %s: descriptor %" PRIu32 ": cannot read 0x%" PRIx64
+                        "+%" PRIu64, "TX", idx, addr, (uint64_t)len);
         flags |= QRDMA_ETH_DESC_ERR;
     } else {
         trace_qrdma_eth_tx_frame(idx, len);
@@ -478,9 +482,9 @@ static void qrdma_eth_rx_deliver(QrdmaCore *core, const uint8_t *buf,
     idx = rx->ci;
     desc_addr = qrdma_eth_desc_addr(rx, idx);
     if (!qrdma_dma_read(core, desc_addr, &desc, sizeof(desc))) {
-        QRDMA_GUEST_ERR(core, eth_desc_read, "ETH %s: cannot read descriptor"
-                        " %" PRIu32 " at 0x%" PRIx64 ", frame dropped", "RX",
-                        idx, desc_addr);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_desc_read,
+                        "ETH %s: cannot read descriptor" " %" PRIu32 " at 0x%"
+                        PRIx64 ", frame dropped", "RX", idx, desc_addr);
         core->counters.eth_rx_dropped++;
         return;
     }
@@ -503,9 +507,10 @@ static void qrdma_eth_rx_deliver(QrdmaCore *core, const uint8_t *buf,
          * The buffer is bad, not the frame: hand the buffer back with ERR
          * so that one bad descriptor does not stall the ring for good.
          */
-        QRDMA_GUEST_ERR(core, eth_buf_dma, "ETH %s: descriptor %" PRIu32
-                        ": cannot write 0x%" PRIx64 "+%" PRIu64 ", frame "
-                        "dropped", "RX", idx, addr, (uint64_t)size);
+        QRDMA_GUEST_ERR(core, qrdma_err_eth_buf_dma,
+                        "ETH %s: descriptor %" PRIu32 ": cannot write 0x%"
+                        PRIx64 "+%" PRIu64 ", frame " "dropped", "RX", idx,
+                        addr, (uint64_t)size);
         core->counters.eth_rx_dropped++;
         qrdma_eth_desc_complete(core, "RX", idx, desc_addr, 0,
                                 flags | QRDMA_ETH_DESC_ERR);

@@ -57,13 +57,15 @@ uint8_t qrdma_cmd_attach_mcast(QrdmaCore *core, uint32_t uctx,
     }
     qp = &core->qp[qp_idx];
     if (qp->type != QRDMA_QPT_UD) {
-        QRDMA_GUEST_ERR(core, cmd_mcast_qp_type, "qp 0x%" PRIx32 " of type %u"
-                        " is not UD", qpn, qp->type);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mcast_qp_type,
+                        "qp 0x%" PRIx32 " of type %u" " is not UD", qpn,
+                        qp->type);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (!qrdma_gid_is_mcast(c->gid)) {
-        QRDMA_GUEST_ERR(core, cmd_mcast_gid, "qp 0x%" PRIx32 ": the GID is "
-                        "not a multicast GID", qpn);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mcast_gid,
+                        "qp 0x%" PRIx32 ": the GID is " "not a multicast GID",
+                        qpn);
         return QRDMA_STATUS_BAD_PARAM;
     }
     idx = qrdma_mcast_find(core, c->gid);
@@ -80,8 +82,9 @@ uint8_t qrdma_cmd_attach_mcast(QrdmaCore *core, uint32_t uctx,
     }
     m = &core->mcast[idx];
     if (m->nqp >= core->limits.max_mcast_qp_attach) {
-        QRDMA_GUEST_ERR(core, cmd_mcast_full, "qp 0x%" PRIx32 ": multicast "
-                        "group full (%" PRIu32 " QPs)", qpn, m->nqp);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mcast_full,
+                        "qp 0x%" PRIx32 ": multicast " "group full (%" PRIu32
+                        " QPs)", qpn, m->nqp);
         return QRDMA_STATUS_NO_RESOURCES;
     }
     m->qpn[m->nqp++] = qpn;
@@ -106,7 +109,7 @@ uint8_t qrdma_cmd_detach_mcast(QrdmaCore *core, uint32_t uctx,
     idx = qrdma_mcast_find(core, c->gid);
     member = idx < 0 ? -1 : qrdma_mcast_member(&core->mcast[idx], qpn);
     if (member < 0) {
-        QRDMA_GUEST_ERR(core, cmd_mcast_not_attached, "qp 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mcast_not_attached, "qp 0x%" PRIx32
                         " is not attached to the group", qpn);
         return QRDMA_STATUS_BAD_PARAM;
     }

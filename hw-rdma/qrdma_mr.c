@@ -71,7 +71,7 @@ static bool qrdma_dma_span_ok(QrdmaCore *core, uint64_t addr, uint64_t len,
     if (!len || qrdma_dma_ok(core, addr, len, is_write)) {
         return true;
     }
-    QRDMA_GUEST_ERR(core, wr_not_ram, "work request names 0x%" PRIx64
+    QRDMA_GUEST_ERR(core, qrdma_err_wr_not_ram, "work request names 0x%" PRIx64
                     "+0x%" PRIx64 " (write %d), not guest RAM",
                     addr, len, is_write);
     return false;
@@ -198,12 +198,12 @@ bool qrdma_mr_layout_ok(uint64_t iova, uint64_t length, unsigned shift,
 }
 
 /*
- * A memory work request refused, for the reason "what" names (each its
- * own trace event, taking the QPN and the key): its completion status.
+ * A memory work request refused, for the reason that the trace event
+ * names (qrdma_err_*, taking the QPN and the key): its completion status.
  */
-#define QRDMA_WR_REFUSED(core, what, qpn, key, status, text)                \
+#define QRDMA_WR_REFUSED(core, trace, qpn, key, status, text)               \
     ({                                                                      \
-        QRDMA_GUEST_ERR(core, what, "qp 0x%" PRIx32 ": memory work "        \
+        QRDMA_GUEST_ERR(core, trace, "qp 0x%" PRIx32 ": memory work "       \
                         "request for key 0x%" PRIx32 " refused: " text,     \
                         qpn, key);                                          \
         (uint8_t)(status);                                                  \
@@ -226,20 +226,20 @@ static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     const uint8_t err = QRDMA_WC_MW_BIND_ERR;
 
     if (!mw || mw->pd != pd) {
-        return QRDMA_WR_REFUSED(core, bind_no_mw, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_no_mw, qpn, key, err,
                                 "no window in the QP's PD");
     }
     if (access & ~(QRDMA_MW_RIGHTS | QRDMA_ACCESS_LOCAL_WRITE)) {
-        return QRDMA_WR_REFUSED(core, bind_access, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_access, qpn, key, err,
                                 "access flags a window cannot have");
     }
     if (mw->type == QRDMA_MW_TYPE_2 && mw->bound) {
-        return QRDMA_WR_REFUSED(core, bind_type2_bound, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_type2_bound, qpn, key, err,
                                 "a bound type 2 window must be "
                                 "invalidated first");
     }
     if (mw->type == QRDMA_MW_TYPE_2 && !len) {
-        return QRDMA_WR_REFUSED(core, bind_type2_empty, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_type2_empty, qpn, key, err,
                                 "a type 2 window needs a range");
     }
     if (!len) {
@@ -250,21 +250,22 @@ static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     }
 
     if (!mr || mr->lkey != lkey || mr->pd != pd || !mr->valid || mr->dma) {
-        return QRDMA_WR_REFUSED(core, bind_no_mr, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_no_mr, qpn, key, err,
                                 "no valid MR in the QP's PD with that lkey");
     }
     if (!(mr->access & QRDMA_ACCESS_MW_BIND)) {
-        return QRDMA_WR_REFUSED(core, bind_no_right, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_no_right, qpn, key, err,
                                 "the MR has no MW bind right");
     }
     if ((access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
         !(mr->access & QRDMA_ACCESS_LOCAL_WRITE)) {
-        return QRDMA_WR_REFUSED(core, bind_no_local_write, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_no_local_write,
+                                qpn, key, err,
                                 "remote write or atomic over an MR "
                                 "without local write");
     }
     if (!qrdma_in_range(addr, len, mr->iova, mr->length)) {
-        return QRDMA_WR_REFUSED(core, bind_range, qpn, key, err,
+        return QRDMA_WR_REFUSED(core, qrdma_err_bind_range, qpn, key, err,
                                 "the range is not within the MR");
     }
 
@@ -290,12 +291,12 @@ static uint8_t qrdma_mw_local_inv(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     QrdmaMw *mw = qrdma_mw_by_key(core, key);
 
     if (!mw || mw->rkey != key || mw->pd != pd) {
-        return QRDMA_WR_REFUSED(core, inv_no_mw, qpn, key,
+        return QRDMA_WR_REFUSED(core, qrdma_err_inv_no_mw, qpn, key,
                                 QRDMA_WC_LOC_PROT_ERR,
                                 "no window in the QP's PD with that key");
     }
     if (mw->type != QRDMA_MW_TYPE_2) {
-        return QRDMA_WR_REFUSED(core, inv_type1, qpn, key,
+        return QRDMA_WR_REFUSED(core, qrdma_err_inv_type1, qpn, key,
                                 QRDMA_WC_LOC_PROT_ERR,
                                 "a type 1 window is unbound by a bind");
     }
@@ -314,14 +315,15 @@ static uint8_t qrdma_mr_fast_reg(QrdmaCore *core, QrdmaMr *mr, uint32_t qpn,
     QrdmaPages pages = { };
 
     if (!qrdma_mr_layout_ok(iova, length, shift, npages)) {
-        QRDMA_GUEST_ERR(core, reg_mr_wr_layout, "qp 0x%" PRIx32 ": REG_MR of"
-                        " key 0x%" PRIx32 ": %" PRIu32 " pages of 2^%u bytes"
-                        " do not make region 0x%" PRIx64 "+0x%" PRIx64,
-                        qpn, key, npages, shift, iova, length);
+        QRDMA_GUEST_ERR(core, qrdma_err_reg_mr_wr_layout,
+                        "qp 0x%" PRIx32 ": REG_MR of" " key 0x%" PRIx32 ": %"
+                        PRIu32 " pages of 2^%u bytes" " do not make region 0x%"
+                        PRIx64 "+0x%" PRIx64, qpn, key, npages, shift, iova,
+                        length);
         return QRDMA_WC_LOC_PROT_ERR;
     }
     if (npages > mr->max_pages) {
-        return QRDMA_WR_REFUSED(core, reg_mr_wr_too_many, qpn, key,
+        return QRDMA_WR_REFUSED(core, qrdma_err_reg_mr_wr_too_many, qpn, key,
                                 QRDMA_WC_LOC_PROT_ERR, "more pages than the "
                                 "MR was allocated for");
     }
@@ -359,20 +361,20 @@ uint8_t qrdma_mr_wr(QrdmaCore *core, uint32_t pd, uint32_t uctx,
     }
     mr = qrdma_mr_by_key(core, key);
     if (!mr || mr->pd != pd || !mr->fast_reg) {
-        return QRDMA_WR_REFUSED(core, no_fast_reg_mr, qpn, key,
+        return QRDMA_WR_REFUSED(core, qrdma_err_no_fast_reg_mr, qpn, key,
                                 QRDMA_WC_LOC_PROT_ERR,
                                 "no fast-registration MR in the QP's PD");
     }
     if (wqe->opcode == QRDMA_WR_REG_MR) {
         if (uctx != QRDMA_UCTX_KERNEL) {
-            return QRDMA_WR_REFUSED(core, reg_mr_wr_user, qpn, key,
+            return QRDMA_WR_REFUSED(core, qrdma_err_reg_mr_wr_user, qpn, key,
                                     QRDMA_WC_LOC_PROT_ERR,
                                     "REG_MR from user space");
         }
         return qrdma_mr_fast_reg(core, mr, qpn, wqe, key);
     }
     if (mr->lkey != key) {
-        return QRDMA_WR_REFUSED(core, inv_stale_key, qpn, key,
+        return QRDMA_WR_REFUSED(core, qrdma_err_inv_stale_key, qpn, key,
                                 QRDMA_WC_LOC_PROT_ERR,
                                 "not the MR's current key");
     }
@@ -500,20 +502,21 @@ static uint8_t qrdma_reg_mr_check(QrdmaCore *core, uint32_t uctx,
     uint32_t access = le32_to_cpu(r->access);
 
     if (access & ~QRDMA_ACCESS_VALID_MASK) {
-        QRDMA_GUEST_ERR(core, cmd_mr_access, "unknown access flags 0x%"
-                        PRIx32, access);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mr_access,
+                        "unknown access flags 0x%" PRIx32, access);
         return QRDMA_STATUS_BAD_PARAM;
     }
     /* IB: remote write and atomic access need local write. */
     if ((access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
         !(access & QRDMA_ACCESS_LOCAL_WRITE)) {
-        QRDMA_GUEST_ERR(core, cmd_mr_remote_no_local_write, "access 0x%"
-                        PRIx32 ": remote write or atomic without local write",
-                        access);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mr_remote_no_local_write,
+                        "access 0x%" PRIx32
+                        ": remote write or atomic without local write", access);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (r->flags & ~QRDMA_MR_F_DMA) {
-        QRDMA_GUEST_ERR(core, cmd_mr_flags, "unknown flags 0x%x", r->flags);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mr_flags,
+                        "unknown flags 0x%x", r->flags);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (r->flags & QRDMA_MR_F_DMA) {
@@ -537,13 +540,14 @@ static uint8_t qrdma_reg_mr_pages(QrdmaCore *core,
     uint8_t st;
 
     if (!qrdma_mr_layout_ok(iova, length, r->page_shift, npages)) {
-        QRDMA_GUEST_ERR(core, cmd_mr_layout, "%" PRIu32 " pages of 2^%u bytes"
-                        " do not make region 0x%" PRIx64 "+0x%" PRIx64,
-                        npages, r->page_shift, iova, length);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mr_layout,
+                        "%" PRIu32 " pages of 2^%u bytes"
+                        " do not make region 0x%" PRIx64 "+0x%" PRIx64, npages,
+                        r->page_shift, iova, length);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (length > max_size) {
-        QRDMA_GUEST_ERR(core, cmd_mr_too_big, "region of 0x%" PRIx64
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mr_too_big, "region of 0x%" PRIx64
                         " bytes, max_mr_size 0x%" PRIx64, length, max_size);
         return QRDMA_STATUS_BAD_PARAM;
     }
@@ -623,9 +627,9 @@ uint8_t qrdma_cmd_alloc_mr(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     if (!max_pages || max_pages > qrdma_mr_max_pages(core)) {
-        QRDMA_GUEST_ERR(core, cmd_mr_max_pages, "%" PRIu32 " pages for fast "
-                        "registration, limit %" PRIu32, max_pages,
-                        qrdma_mr_max_pages(core));
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mr_max_pages,
+                        "%" PRIu32 " pages for fast " "registration, limit %"
+                        PRIu32, max_pages, qrdma_mr_max_pages(core));
         return QRDMA_STATUS_BAD_PARAM;
     }
     /* Registration by work request must not fail for want of pages. */
@@ -689,7 +693,8 @@ uint8_t qrdma_cmd_alloc_mw(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     if (a->type != QRDMA_MW_TYPE_1 && a->type != QRDMA_MW_TYPE_2) {
-        QRDMA_GUEST_ERR(core, cmd_mw_type, "memory window type %u", a->type);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_mw_type,
+                        "memory window type %u", a->type);
         return QRDMA_STATUS_BAD_PARAM;
     }
     idx = qrdma_slot_alloc(core, &core->mw_table);

@@ -17,15 +17,17 @@ int qrdma_slot_alloc(QrdmaCore *core, QrdmaTable *t)
     int idx = qrdma_table_alloc(t);
 
     if (idx < 0) {
-        QRDMA_GUEST_ERR(core, cmd_no_slot, "all %" PRIu32 " %s slots in use",
-                        t->max - t->first, t->name);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_no_slot,
+                        "all %" PRIu32 " %s slots in use", t->max - t->first,
+                        t->name);
     }
     return idx;
 }
 
 uint8_t qrdma_no_handle(QrdmaCore *core, const char *kind, uint32_t handle)
 {
-    QRDMA_GUEST_ERR(core, cmd_bad_handle, "no %s 0x%" PRIx32, kind, handle);
+    QRDMA_GUEST_ERR(core, qrdma_err_cmd_bad_handle,
+                    "no %s 0x%" PRIx32, kind, handle);
     return QRDMA_STATUS_BAD_HANDLE;
 }
 
@@ -33,9 +35,9 @@ uint8_t qrdma_check_owner(QrdmaCore *core, const char *kind, uint32_t handle,
                           uint32_t owner, uint32_t uctx)
 {
     if (owner != uctx) {
-        QRDMA_GUEST_ERR(core, cmd_not_owner, "%s 0x%" PRIx32 " belongs to "
-                        "context 0x%" PRIx32 ", not 0x%" PRIx32,
-                        kind, handle, owner, uctx);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_not_owner,
+                        "%s 0x%" PRIx32 " belongs to " "context 0x%" PRIx32
+                        ", not 0x%" PRIx32, kind, handle, owner, uctx);
         return QRDMA_STATUS_NOT_OWNER;
     }
     return QRDMA_STATUS_OK;
@@ -44,8 +46,9 @@ uint8_t qrdma_check_owner(QrdmaCore *core, const char *kind, uint32_t handle,
 uint8_t qrdma_check_kernel(QrdmaCore *core, uint32_t uctx)
 {
     if (uctx != QRDMA_UCTX_KERNEL) {
-        QRDMA_GUEST_ERR(core, cmd_kernel_only, "%s: only the kernel may, "
-                        "not context 0x%" PRIx32, core->cmdq.cur_name, uctx);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_kernel_only,
+                        "%s: only the kernel may, " "not context 0x%" PRIx32,
+                        core->cmdq.cur_name, uctx);
         return QRDMA_STATUS_NOT_OWNER;
     }
     return QRDMA_STATUS_OK;
@@ -126,7 +129,7 @@ uint8_t qrdma_cmd_destroy_uctx(QrdmaCore *core, uint32_t uctx,
         return qrdma_no_handle(core, "user context", handle);
     }
     if (core->uctx[idx].refs) {
-        QRDMA_GUEST_ERR(core, cmd_uctx_busy, "user context 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_uctx_busy, "user context 0x%" PRIx32
                         " still owns %" PRIu32 " resources",
                         handle, core->uctx[idx].refs);
         return QRDMA_STATUS_BUSY;
@@ -167,8 +170,9 @@ uint8_t qrdma_cmd_dealloc_pd(QrdmaCore *core, uint32_t uctx,
         return st;
     }
     if (core->pd[idx].refs) {
-        QRDMA_GUEST_ERR(core, cmd_pd_busy, "pd 0x%" PRIx32 " still holds %"
-                        PRIu32 " resources", handle, core->pd[idx].refs);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_pd_busy,
+                        "pd 0x%" PRIx32 " still holds %" PRIu32 " resources",
+                        handle, core->pd[idx].refs);
         return QRDMA_STATUS_BUSY;
     }
     qrdma_table_free(&core->pd_table, idx);

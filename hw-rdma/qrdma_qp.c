@@ -232,8 +232,9 @@ static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
     uint8_t st;
 
     if (max_inline > QRDMA_MAX_INLINE) {
-        QRDMA_GUEST_ERR(core, cmd_qp_inline, "%" PRIu32 " bytes of inline "
-                        "data, limit %d", max_inline, QRDMA_MAX_INLINE);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_inline,
+                        "%" PRIu32 " bytes of inline " "data, limit %d",
+                        max_inline, QRDMA_MAX_INLINE);
         return QRDMA_STATUS_BAD_PARAM;
     }
     st = qrdma_check_wq(core, "send", le32_to_cpu(c->max_send_wr), max_wr,
@@ -247,8 +248,9 @@ static uint8_t qrdma_qp_check_caps(QrdmaCore *core,
     /* S4: with an SRQ the receive caps are ignored. */
     if (has_srq) {
         if (c->rq_log2 || c->rq_npages || c->rq_pages_addr) {
-            QRDMA_GUEST_ERR(core, cmd_qp_rq_with_srq, "a receive ring of 2^%u"
-                            " on %" PRIu32 " pages with an SRQ", c->rq_log2,
+            QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_rq_with_srq,
+                            "a receive ring of 2^%u" " on %" PRIu32
+                            " pages with an SRQ", c->rq_log2,
                             le32_to_cpu(c->rq_npages));
             return QRDMA_STATUS_BAD_PARAM;
         }
@@ -272,17 +274,18 @@ static uint8_t qrdma_qp_check_type(QrdmaCore *core, uint32_t uctx,
     case QRDMA_QPT_GSI:
         break;
     default:
-        QRDMA_GUEST_ERR(core, cmd_qp_type, "QP type %u", c->qp_type);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_type, "QP type %u", c->qp_type);
         return QRDMA_STATUS_NOT_SUPPORTED;
     }
     if (c->flags & ~QRDMA_QP_F_SQ_SIG_ALL) {
-        QRDMA_GUEST_ERR(core, cmd_qp_flags, "unknown flags 0x%x", c->flags);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_flags,
+                        "unknown flags 0x%x", c->flags);
         return QRDMA_STATUS_BAD_PARAM;
     }
     /* S3: only RC and UD QPs take an SRQ. */
     if (has_srq && c->qp_type != QRDMA_QPT_RC && c->qp_type != QRDMA_QPT_UD) {
-        QRDMA_GUEST_ERR(core, cmd_qp_srq_type, "QP type %u cannot use an SRQ",
-                        c->qp_type);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_srq_type,
+                        "QP type %u cannot use an SRQ", c->qp_type);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (c->qp_type == QRDMA_QPT_GSI) {
@@ -292,8 +295,8 @@ static uint8_t qrdma_qp_check_type(QrdmaCore *core, uint32_t uctx,
             return st;
         }
         if (core->qp_table.busy[0]) {
-            QRDMA_GUEST_ERR(core, cmd_qp_gsi_exists, "QP 0x%x exists already",
-                            QRDMA_GSI_QPN);
+            QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_gsi_exists,
+                            "QP 0x%x exists already", QRDMA_GSI_QPN);
             return QRDMA_STATUS_BUSY;
         }
     }
@@ -511,12 +514,13 @@ static uint8_t qrdma_qp_check_values(QrdmaCore *core, const QrdmaQp *qp,
     uint32_t bad = qrdma_qp_bad_value(a, mask);
 
     if (bad) {
-        QRDMA_GUEST_ERR(core, cmd_qp_attr_value, "qp 0x%" PRIx32 ": value of"
-                        " attribute 0x%" PRIx32 " out of range", qp->qpn, bad);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_attr_value,
+                        "qp 0x%" PRIx32 ": value of" " attribute 0x%" PRIx32
+                        " out of range", qp->qpn, bad);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (mask & QP_ATTR(ALT_PATH)) {
-        QRDMA_GUEST_ERR(core, cmd_qp_alt_path, "qp 0x%" PRIx32 ": no "
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_alt_path, "qp 0x%" PRIx32 ": no "
                         "alternate paths (APM)", qp->qpn);
         return QRDMA_STATUS_NOT_SUPPORTED;
     }
@@ -594,34 +598,35 @@ static uint8_t qrdma_qp_check_transition(QrdmaCore *core, const QrdmaQp *qp,
     uint32_t req, allowed;
 
     if (mask & ~QRDMA_QP_ATTR_KNOWN) {
-        QRDMA_GUEST_ERR(core, cmd_qp_attr_unknown, "qp 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_attr_unknown, "qp 0x%" PRIx32
                         ": unknown attributes 0x%" PRIx32, qp->qpn, mask);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if ((mask & QP_ATTR(CUR_STATE)) && a->cur_qp_state != cur) {
-        QRDMA_GUEST_ERR(core, cmd_qp_cur_state, "qp 0x%" PRIx32 ": current "
-                        "state given as %u, is %u", qp->qpn,
-                        a->cur_qp_state, cur);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_cur_state,
+                        "qp 0x%" PRIx32 ": current " "state given as %u, is %u",
+                        qp->qpn, a->cur_qp_state, cur);
         return QRDMA_STATUS_BAD_PARAM;
     }
     *next = mask & QP_ATTR(STATE) ? a->qp_state : cur;
     if (*next >= QRDMA_NUM_QPS) {
-        QRDMA_GUEST_ERR(core, cmd_qp_bad_state, "qp 0x%" PRIx32 ": no QP "
-                        "state %u", qp->qpn, *next);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_bad_state,
+                        "qp 0x%" PRIx32 ": no QP " "state %u", qp->qpn, *next);
         return QRDMA_STATUS_BAD_PARAM;
     }
 
     /* S40 */
     t = &qrdma_qp_table[cur][*next];
     if (!t->valid) {
-        QRDMA_GUEST_ERR(core, cmd_qp_transition, "qp 0x%" PRIx32 ": no "
-                        "transition %s -> %s", qp->qpn, qrdma_qps_names[cur],
-                        qrdma_qps_names[*next]);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_transition,
+                        "qp 0x%" PRIx32 ": no " "transition %s -> %s", qp->qpn,
+                        qrdma_qps_names[cur], qrdma_qps_names[*next]);
         return QRDMA_STATUS_BAD_STATE;
     }
     req = t->req[qp->type];
     if ((mask & req) != req) {
-        QRDMA_GUEST_ERR(core, cmd_qp_attr_missing, "qp 0x%" PRIx32 ": %s -> "
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_attr_missing,
+                        "qp 0x%" PRIx32 ": %s -> "
                         "%s lacks required attributes 0x%" PRIx32, qp->qpn,
                         qrdma_qps_names[cur], qrdma_qps_names[*next],
                         req & ~mask);
@@ -629,7 +634,8 @@ static uint8_t qrdma_qp_check_transition(QrdmaCore *core, const QrdmaQp *qp,
     }
     allowed = req | t->opt[qp->type] | QP_ATTR(STATE);
     if (mask & ~allowed) {
-        QRDMA_GUEST_ERR(core, cmd_qp_attr_not_allowed, "qp 0x%" PRIx32 ": %s "
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_attr_not_allowed,
+                        "qp 0x%" PRIx32 ": %s "
                         "-> %s does not take attributes 0x%" PRIx32, qp->qpn,
                         qrdma_qps_names[cur], qrdma_qps_names[*next],
                         mask & ~allowed);
@@ -719,9 +725,9 @@ uint8_t qrdma_qp_destroy_check(QrdmaCore *core, uint32_t uctx, uint32_t qpn,
     qp = &core->qp[idx];
     /* S13 */
     if (qp->mcast_attached) {
-        QRDMA_GUEST_ERR(core, cmd_qp_mcast_attached, "qp 0x%" PRIx32 " is "
-                        "attached to %" PRIu32 " multicast groups", qpn,
-                        qp->mcast_attached);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_mcast_attached,
+                        "qp 0x%" PRIx32 " is " "attached to %" PRIu32
+                        " multicast groups", qpn, qp->mcast_attached);
         return QRDMA_STATUS_BUSY;
     }
     trace_qrdma_qp_destroy(qpn, qrdma_qps_names[qp->state]);

@@ -29,20 +29,22 @@ uint8_t qrdma_check_wq(QrdmaCore *core, const char *queue, uint32_t max_wr,
                        uint32_t wqe_size)
 {
     if (max_wr > limit_wr || max_sge > limit_sge) {
-        QRDMA_GUEST_ERR(core, cmd_wq_limits, "%s queue of %" PRIu32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_wq_limits, "%s queue of %" PRIu32
                         " WRs of %" PRIu32 " SGEs is over the device limits",
                         queue, max_wr, max_sge);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (log2 > 31 || (1u << log2) < MAX(max_wr, 1) ||
         (1u << log2) > limit_wr) {
-        QRDMA_GUEST_ERR(core, cmd_wq_ring_size, "%s ring of 2^%" PRIu32
-                        " for %" PRIu32 " WRs", queue, log2, max_wr);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_wq_ring_size,
+                        "%s ring of 2^%" PRIu32 " for %" PRIu32 " WRs", queue,
+                        log2, max_wr);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (npages != qrdma_ring_pages(log2, wqe_size)) {
-        QRDMA_GUEST_ERR(core, cmd_wq_ring_pages, "%s ring of 2^%" PRIu32
-                        " on %" PRIu32 " pages", queue, log2, npages);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_wq_ring_pages,
+                        "%s ring of 2^%" PRIu32 " on %" PRIu32 " pages", queue,
+                        log2, npages);
         return QRDMA_STATUS_BAD_PARAM;
     }
     return QRDMA_STATUS_OK;
@@ -158,7 +160,7 @@ uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
     }
     srq = &core->srq[idx];
     if (mask & ~(QRDMA_SRQ_ATTR_MAX_WR | QRDMA_SRQ_ATTR_LIMIT)) {
-        QRDMA_GUEST_ERR(core, cmd_srq_attr_unknown, "srq 0x%" PRIx32
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_srq_attr_unknown, "srq 0x%" PRIx32
                         ": unknown attributes 0x%" PRIx32, srq->handle, mask);
         return QRDMA_STATUS_BAD_PARAM;
     }
@@ -172,9 +174,10 @@ uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
         }
         posted = srq->pi - srq->ci;
         if (posted > (1u << log2)) {
-            QRDMA_GUEST_ERR(core, cmd_srq_posted, "srq 0x%" PRIx32 ": %"
-                            PRIu32 " WQEs posted do not fit a ring of 2^%"
-                            PRIu32, srq->handle, posted, log2);
+            QRDMA_GUEST_ERR(core, qrdma_err_cmd_srq_posted,
+                            "srq 0x%" PRIx32 ": %" PRIu32
+                            " WQEs posted do not fit a ring of 2^%" PRIu32,
+                            srq->handle, posted, log2);
             return QRDMA_STATUS_BAD_PARAM;
         }
         max_wr = 1u << log2;
@@ -183,9 +186,9 @@ uint8_t qrdma_cmd_modify_srq(QrdmaCore *core, uint32_t uctx,
         limit = srq->limit;
     }
     if (limit >= max_wr) {
-        QRDMA_GUEST_ERR(core, cmd_srq_limit, "srq 0x%" PRIx32 ": limit %"
-                        PRIu32 " not below %" PRIu32, srq->handle, limit,
-                        max_wr);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_srq_limit,
+                        "srq 0x%" PRIx32 ": limit %" PRIu32 " not below %"
+                        PRIu32, srq->handle, limit, max_wr);
         return QRDMA_STATUS_BAD_PARAM;
     }
     if (mask & QRDMA_SRQ_ATTR_MAX_WR) {
@@ -237,8 +240,9 @@ uint8_t qrdma_cmd_destroy_srq(QrdmaCore *core, uint32_t uctx,
     }
     srq = &core->srq[idx];
     if (srq->refs) {
-        QRDMA_GUEST_ERR(core, cmd_srq_busy, "srq 0x%" PRIx32 " is still used"
-                        " by %" PRIu32 " QPs", handle, srq->refs);
+        QRDMA_GUEST_ERR(core, qrdma_err_cmd_srq_busy,
+                        "srq 0x%" PRIx32 " is still used" " by %" PRIu32 " QPs",
+                        handle, srq->refs);
         return QRDMA_STATUS_BUSY;
     }
     qrdma_pd_unref(core, srq->pd);

@@ -244,11 +244,11 @@ static void test_invalid_access(void *obj, void *data, QGuestAllocator *alloc)
 
     /* and each was logged, named for its condition */
     g_assert_true(g_file_get_contents(qrdma_log_path, &log, NULL, NULL));
-    g_assert_nonnull(strstr(log, "qrdma: mmio_bad_read: "
+    g_assert_nonnull(strstr(log, "qrdma_err_mmio_bad_read: "
                             "invalid 4-byte read at 0x800"));
-    g_assert_nonnull(strstr(log, "qrdma: mmio_bad_write: "
+    g_assert_nonnull(strstr(log, "qrdma_err_mmio_bad_write: "
                             "invalid 1-byte write at 0x10"));
-    g_assert_nonnull(strstr(log, "qrdma: mmio_bad_read: "
+    g_assert_nonnull(strstr(log, "qrdma_err_mmio_bad_read: "
                             "invalid 8-byte read at 0xc"));
     g_assert_nonnull(strstr(log, "read-only register 0x0"));
     g_assert_nonnull(strstr(log, "sets reserved bits"));
