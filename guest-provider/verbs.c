@@ -99,12 +99,15 @@ static uint32_t qrdma_ring_entries(uint32_t n)
 	return roundup_pow_of_two(max_t(uint32_t, n, 1));
 }
 
-/* One 64-bit doorbell write; the caller orders the WQE stores before it. */
+/*
+ * One 64-bit doorbell write; the caller orders the WQE stores before it.
+ * The device reads its registers little-endian, whatever the CPU.
+ */
 static void qrdma_ring_db(struct qrdma_context *ctx, uint32_t offset,
 			  uint32_t handle, uint32_t index)
 {
-	mmio_write64((uint8_t *)ctx->db + offset,
-		     QRDMA_DB_VAL(handle, index));
+	mmio_write64_le((uint8_t *)ctx->db + offset,
+			htole64(QRDMA_DB_VAL(handle, index)));
 }
 
 static bool qrdma_has_data_path(struct qrdma_context *ctx)
