@@ -98,8 +98,8 @@ static struct verbs_context *qrdma_alloc_context(struct ibv_device *ibvdev,
 	if (!ctx)
 		return NULL;
 
-	if (ibv_cmd_get_context(&ctx->ibvctx, &cmd.ibv_cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp))) {
+	if (qrdma_cmd_get_context(&ctx->ibvctx, &cmd.ibv_cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp))) {
 		verbs_err(&ctx->ibvctx, "ibv_cmd_get_context failed\n");
 		goto err_free_ctx;
 	}

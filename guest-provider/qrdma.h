@@ -154,6 +154,40 @@ struct qrdma_ah {
 	uint32_t handle;
 };
 
+/*
+ * The commands whose signature changed between the rdma-core releases the
+ * provider builds in (44 to 65); CMakeLists.txt's probes say which this
+ * one has.  qrdma passes no file descriptors and no CQ buffer of the
+ * core's: its rings are its own, named in the udata.
+ */
+static inline int
+qrdma_cmd_get_context(struct verbs_context *vctx, struct ibv_get_context *cmd,
+		      size_t cmd_size, struct ib_uverbs_get_context_resp *resp,
+		      size_t resp_size)
+{
+#ifdef HAVE_IBV_CMD_GET_CONTEXT_FD_ARR
+	return ibv_cmd_get_context(vctx, cmd, cmd_size, NULL, resp, resp_size);
+#else
+	return ibv_cmd_get_context(vctx, cmd, cmd_size, resp, resp_size);
+#endif
+}
+
+static inline int
+qrdma_cmd_create_cq_ex(struct ibv_context *ibvctx,
+		       const struct ibv_cq_init_attr_ex *attr,
+		       struct verbs_cq *vcq, struct ibv_create_cq_ex *cmd,
+		       size_t cmd_size, struct ib_uverbs_ex_create_cq_resp *resp,
+		       size_t resp_size)
+{
+#ifdef HAVE_IBV_CMD_CREATE_CQ_EX_PROV_ATTR
+	return ibv_cmd_create_cq_ex(ibvctx, attr, NULL, vcq, cmd, cmd_size,
+				    resp, resp_size, 0);
+#else
+	return ibv_cmd_create_cq_ex(ibvctx, attr, vcq, cmd, cmd_size, resp,
+				    resp_size, 0);
+#endif
+}
+
 static inline struct qrdma_device *to_qrdma_dev(struct ibv_device *ibvdev)
 {
 	return container_of(ibvdev, struct qrdma_device, ibvdev.device);

@@ -43,13 +43,17 @@ QRDMA_SAME_VALUE(IBV_WR_ATOMIC_FETCH_AND_ADD, QRDMA_WR_ATOMIC_FETCH_AND_ADD);
 QRDMA_SAME_VALUE(IBV_WR_LOCAL_INV, QRDMA_WR_LOCAL_INV);
 QRDMA_SAME_VALUE(IBV_WR_SEND_WITH_INV, QRDMA_WR_SEND_WITH_INV);
 QRDMA_SAME_VALUE(IBV_WR_BIND_MW, QRDMA_WR_BIND_MW);
+#ifdef HAVE_IBV_WR_FLUSH
 QRDMA_SAME_VALUE(IBV_WR_FLUSH, QRDMA_WR_FLUSH);
-QRDMA_SAME_VALUE(IBV_WR_ATOMIC_WRITE, QRDMA_WR_ATOMIC_WRITE);
 QRDMA_SAME_VALUE(IBV_FLUSH_GLOBAL, QRDMA_FLUSH_GLOBAL);
 QRDMA_SAME_VALUE(IBV_FLUSH_PERSISTENT, QRDMA_FLUSH_PERSISTENT);
 QRDMA_SAME_VALUE(IBV_FLUSH_RANGE, QRDMA_FLUSH_RANGE);
 QRDMA_SAME_VALUE(IBV_FLUSH_MR, QRDMA_FLUSH_MR);
 QRDMA_SAME_VALUE(IBV_ACCESS_FLUSH_GLOBAL, QRDMA_ACCESS_FLUSH_GLOBAL);
+#endif
+#ifdef HAVE_IBV_WR_ATOMIC_WRITE
+QRDMA_SAME_VALUE(IBV_WR_ATOMIC_WRITE, QRDMA_WR_ATOMIC_WRITE);
+#endif
 /* A window's access flags pass unchanged too. */
 QRDMA_SAME_VALUE(IBV_ACCESS_LOCAL_WRITE, QRDMA_ACCESS_LOCAL_WRITE);
 QRDMA_SAME_VALUE(IBV_ACCESS_REMOTE_WRITE, QRDMA_ACCESS_REMOTE_WRITE);
@@ -99,12 +103,15 @@ static uint32_t qrdma_ring_entries(uint32_t n)
 	return roundup_pow_of_two(max_t(uint32_t, n, 1));
 }
 
-/* One 64-bit doorbell write; the caller orders the WQE stores before it. */
+/*
+ * One 64-bit doorbell write; the caller orders the WQE stores before it.
+ * The device reads its registers little-endian, whatever the CPU.
+ */
 static void qrdma_ring_db(struct qrdma_context *ctx, uint32_t offset,
 			  uint32_t handle, uint32_t index)
 {
-	mmio_write64((uint8_t *)ctx->db + offset,
-		     QRDMA_DB_VAL(handle, index));
+	mmio_write64_le((uint8_t *)ctx->db + offset,
+			htole64(QRDMA_DB_VAL(handle, index)));
 }
 
 static bool qrdma_has_data_path(struct qrdma_context *ctx)
@@ -470,10 +477,14 @@ static enum ibv_wc_opcode qrdma_wc_opcode(uint8_t opcode)
 		return IBV_WC_LOCAL_INV;
 	case QRDMA_WC_BIND_MW:
 		return IBV_WC_BIND_MW;
+#ifdef HAVE_IBV_WR_ATOMIC_WRITE
 	case QRDMA_WC_ATOMIC_WRITE:
 		return IBV_WC_ATOMIC_WRITE;
+#endif
+#ifdef HAVE_IBV_WR_FLUSH
 	case QRDMA_WC_FLUSH:
 		return IBV_WC_FLUSH;
+#endif
 	case QRDMA_WC_RECV_RDMA_WITH_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
 	case QRDMA_WC_RECV:
@@ -799,8 +810,8 @@ static struct ibv_cq_ex *create_cq(struct ibv_context *ibvctx,
 	cmd.entries = entries;
 	cmd.ring_va = (uintptr_t)cq->buf.addr;
 	cmd.ci_va = (uintptr_t)cq->ci_rec;
-	err = ibv_cmd_create_cq_ex(ibvctx, attr, &cq->vcq, &cmd.ibv_cmd,
-				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
+	err = qrdma_cmd_create_cq_ex(ibvctx, attr, &cq->vcq, &cmd.ibv_cmd,
+				     sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		verbs_err(&ctx->ibvctx, "CQ of %u entries: create failed: %d\n",
 			  entries, err);
@@ -1231,10 +1242,18 @@ static uint64_t qrdma_send_ops(struct qrdma_context *ctx,
 	uint64_t rc_ops = QRDMA_RC_SEND_OPS;
 	uint64_t uc_ops = QRDMA_UC_SEND_OPS;
 
+	/*
+	 * An rdma-core without these verbs (before 45) has no way to post
+	 * them: they are not offered there, whatever the device can do.
+	 */
+#ifdef HAVE_IBV_WR_ATOMIC_WRITE
 	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_ATOMIC_WRITE)
 		rc_ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+#endif
+#ifdef HAVE_IBV_WR_FLUSH
 	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_FLUSH)
 		rc_ops |= IBV_QP_EX_WITH_FLUSH;
+#endif
 	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_MW) {
 		rc_ops |= IBV_QP_EX_WITH_BIND_MW;
 		uc_ops |= IBV_QP_EX_WITH_BIND_MW;
@@ -1884,6 +1903,7 @@ static void qrdma_wr_atomic_fetch_add(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 	}
 }
 
+#ifdef HAVE_IBV_WR_ATOMIC_WRITE
 static void qrdma_wr_atomic_write(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 				  uint64_t remote_addr, const void *atomic_wr)
 {
@@ -1896,7 +1916,9 @@ static void qrdma_wr_atomic_write(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 		memcpy(&wqe->rdma.compare_add, atomic_wr, 8);
 	}
 }
+#endif
 
+#ifdef HAVE_IBV_WR_FLUSH
 static void qrdma_wr_flush(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 			   uint64_t remote_addr, size_t len, uint8_t type,
 			   uint8_t level)
@@ -1912,6 +1934,7 @@ static void qrdma_wr_flush(struct ibv_qp_ex *ibvqpx, uint32_t rkey,
 		wqe->flush.level = level;
 	}
 }
+#endif
 
 static void qrdma_wr_bind_mw(struct ibv_qp_ex *ibvqpx, struct ibv_mw *mw,
 			     uint32_t rkey,
@@ -2069,12 +2092,16 @@ static void qrdma_qp_fill_wr_pfns(struct ibv_qp_ex *ibvqpx,
 		ibvqpx->wr_atomic_cmp_swp = qrdma_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ibvqpx->wr_atomic_fetch_add = qrdma_wr_atomic_fetch_add;
+#ifdef HAVE_IBV_WR_ATOMIC_WRITE
 	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
 		ibvqpx->wr_atomic_write = qrdma_wr_atomic_write;
+#endif
 	if (ops & IBV_QP_EX_WITH_BIND_MW)
 		ibvqpx->wr_bind_mw = qrdma_wr_bind_mw;
+#ifdef HAVE_IBV_WR_FLUSH
 	if (ops & IBV_QP_EX_WITH_FLUSH)
 		ibvqpx->wr_flush = qrdma_wr_flush;
+#endif
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
 		ibvqpx->wr_local_inv = qrdma_wr_local_inv;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)

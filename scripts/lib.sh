@@ -33,11 +33,54 @@ QEMU_BIN_SAN=$QRDMA_ROOT/build/qemu/san/qemu-system-x86_64
 QOS_TEST_SAN=$QRDMA_ROOT/build/qemu/san/tests/qtest/qos-test
 QEMU_BIN_FUZZ=$QRDMA_ROOT/build/qemu/fuzz/qemu-fuzz-x86_64
 
-RDMA_CORE_VERSION=56.1
-RDMA_CORE_ORIG=rdma-core_56.1.orig.tar.gz
-RDMA_CORE_ORIG_SHA256=63ce7f2baa7242c2dbc76375dac957c420187dd27f8c5e148efc07971ee522a8
-
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+# The rdma-core the provider is built against, and the Debian release
+# whose userspace (with that rdma-core's packages) the guest runs:
+# QRDMA_RDMA_CORE=44 (Debian 12), 56.1 (Debian 13, the default) or 65 (the
+# newest release, Debian forky's).  Each has its own provider ABI, so its
+# own libqrdma-rdmav<N>.so, and its own source tree in the cache.
+QRDMA_RDMA_CORE=${QRDMA_RDMA_CORE:-56.1}
+case $QRDMA_RDMA_CORE in
+    44|44.0)
+        RDMA_CORE_VERSION=44.0
+        RDMA_CORE_SUITE=bookworm
+        # Debian's pool has lost 44.0's orig tarball (404; its .dsc is
+        # still there): GitHub's tarball of the tag Debian 12 packages.
+        RDMA_CORE_ORIG=rdma-core-44.0.tar.gz
+        RDMA_CORE_URL=https://github.com/linux-rdma/rdma-core/archive/refs/tags/v44.0.tar.gz
+        RDMA_CORE_ORIG_SHA256=4a2eec55b37ac25f25e7680a372f71c1781c23808542bd31fb68dc0448b8cba2
+        ;;
+    56.1)
+        RDMA_CORE_VERSION=56.1
+        RDMA_CORE_SUITE=trixie
+        RDMA_CORE_ORIG=rdma-core_56.1.orig.tar.gz
+        RDMA_CORE_URL=$DEBIAN_MIRROR/pool/main/r/rdma-core/$RDMA_CORE_ORIG
+        RDMA_CORE_ORIG_SHA256=63ce7f2baa7242c2dbc76375dac957c420187dd27f8c5e148efc07971ee522a8
+        ;;
+    65|65.0)
+        RDMA_CORE_VERSION=65.0
+        RDMA_CORE_SUITE=forky
+        # The sha256 of rdma-core_65.0-1.dsc.
+        RDMA_CORE_ORIG=rdma-core_65.0.orig.tar.gz
+        RDMA_CORE_URL=$DEBIAN_MIRROR/pool/main/r/rdma-core/$RDMA_CORE_ORIG
+        RDMA_CORE_ORIG_SHA256=f6ba3d8b2c4aa334c5c883c1ad0772de339011123cff4fb1db32ae7a443fb7ca
+        ;;
+    *)
+        printf 'error: QRDMA_RDMA_CORE=%s: 44, 56.1 or 65\n' "$QRDMA_RDMA_CORE" >&2
+        exit 1
+        ;;
+esac
+# What build-provider makes for this rdma-core: the provider, the C tests
+# built against it and rdma-core's tests/.  The default's in build/provider
+# itself, where the guests' tests have always looked; the others' each in
+# a directory of their own under it.
+RDMA_CORE_DEFAULT=56.1
+if [ "$RDMA_CORE_VERSION" = "$RDMA_CORE_DEFAULT" ]; then
+    PROVIDER_OUT=$QRDMA_ROOT/build/provider
+else
+    PROVIDER_OUT=$QRDMA_ROOT/build/provider/rdma-core-$RDMA_CORE_VERSION
+fi
 
 qrdma_log() {
     printf '%s\n' "$*" >&2
@@ -249,13 +292,13 @@ qrdma_ko_dir() {
 }
 
 # installed_guest_dir KVER: where install-guest puts the image with qrdma
-# for KVER (and run-vm boots it from).
+# for KVER and this QRDMA_RDMA_CORE (and run-vm boots it from).
 installed_guest_dir() {
-    if [ "$1" = "$(default_kernel_release)" ]; then
-        printf '%s\n' "$QRDMA_ROOT/build/guest"
-    else
-        printf '%s\n' "$QRDMA_ROOT/build/guest-$1"
-    fi
+    local dir=$QRDMA_ROOT/build/guest
+    [ "$1" = "$(default_kernel_release)" ] || dir=$dir-$1
+    [ "$RDMA_CORE_VERSION" = "$RDMA_CORE_DEFAULT" ] ||
+        dir=$dir-rdma-core-$RDMA_CORE_VERSION
+    printf '%s\n' "$dir"
 }
 
 # kernel_on_host KVER: whether the host's apt has KVER's headers (Debian
@@ -353,14 +396,15 @@ fetch_verified() {
 }
 
 # guest_image_dir [KVER]: where scripts/build-guest puts (and scripts/run-vm
-# finds) the guest for this kernel release; the key hashes the builder and
-# the guest-side files it installs, so editing either selects a new image.
+# finds) the guest for this kernel release and the userspace of
+# QRDMA_RDMA_CORE; the key hashes the builder and the guest-side files it
+# installs, so editing either selects a new image.
 guest_image_dir() {
     local kver=${1:-$(guest_kernel_release)} hash
     [ -n "$kver" ] || qrdma_die "no guest kernel release known to apt; run scripts/setup-host"
     hash=$(cat "$QRDMA_ROOT/scripts/build-guest" "$QRDMA_ROOT"/scripts/guest/* |
            sha256sum | cut -c1-12)
-    printf '%s\n' "$QRDMA_CACHE/guest/$kver-$hash"
+    printf '%s\n' "$QRDMA_CACHE/guest/$kver-$RDMA_CORE_SUITE-$hash"
 }
 
 # checkout_copy DEST: the files git tracks in this checkout, as they are in

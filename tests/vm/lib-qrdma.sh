@@ -13,7 +13,9 @@
 # GID of that address.  Afterwards: $QRDMA_DEV (qrdma0), $QRDMA_NETDEV,
 # $QRDMA_IP, $QRDMA_GID_INDEX.  Test programs built on the host (the C
 # lifecycle test, rdma-core's test suite) are read from
-# $QRDMA_PROVIDER_DIR on the share.
+# $QRDMA_PROVIDER_DIR on the share: the directory of the checkout that
+# build-provider filled for the guest's rdma-core, which install-guest
+# names in /etc/qrdma/provider-dir.
 #
 # Also the TAP plumbing of the tests: run_test NAME calls t_NAME with its
 # output in $LOGDIR/NAME.log; exit status 0 passes, 77 skips, anything else
@@ -34,7 +36,7 @@
 # (a TAP "# TODO": reported, not counted as a failure).
 
 QRDMA_SRC_DIR=${QRDMA_SRC:-/qrdma/src}
-QRDMA_PROVIDER_DIR=${QRDMA_PROVIDER_DIR:-$QRDMA_SRC_DIR/build/provider}
+QRDMA_PROVIDER_DIR=${QRDMA_PROVIDER_DIR:-$QRDMA_SRC_DIR/$(cat /etc/qrdma/provider-dir 2>/dev/null || echo build/provider)}
 # The kernel test modules for the kernel running: the tree's own, built for
 # the default kernel, or build-driver --kernel's for another.
 QRDMA_KVERBS_DIR=$QRDMA_SRC_DIR/tests/kverbs

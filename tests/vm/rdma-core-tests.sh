@@ -4,8 +4,9 @@
 #   scripts/build-driver && scripts/build-provider && scripts/install-guest
 #   scripts/run-vm --script tests/vm/rdma-core-tests.sh -- \
 #       -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 -device qrdma,bus=rp0
-# The suite comes from build/provider/rdma-core-tests (build-provider copies
-# it out of the rdma-core 56.1 tree).  Prints TAP, one line per test case;
+# The suite comes from $QRDMA_PROVIDER_DIR/rdma-core-tests (build-provider
+# copies it out of the tree of the guest's rdma-core: 56.1, or 44 or 65 in
+# a guest of QRDMA_RDMA_CORE).  Prints TAP, one line per test case;
 # exits nonzero if any failed.  RDMA_CORE_TESTS="test_qp test_cq" keeps only
 # the tests whose id contains one of the words.
 set -uo pipefail
@@ -16,12 +17,15 @@ set -uo pipefail
 LOGDIR=${QRDMA_OUT:-/tmp}/rdma-core-tests
 mkdir -p "$LOGDIR"
 
+RDMA_CORE_VERSION=$(cat "$QRDMA_PROVIDER_DIR/rdma-core-version" 2>/dev/null || echo unknown)
+# The gaps of every version, and those of this one.
 GAPS=$QRDMA_SRC_DIR/tests/vm/rdma-core-known-gaps.txt
+GAPS_VERSION=$QRDMA_SRC_DIR/tests/vm/rdma-core-known-gaps-$RDMA_CORE_VERSION.txt
 
 describe() {
     case $1 in
-        suite_copy) echo "rdma-core's tests/ from build/provider/rdma-core-tests" ;;
-        rxe_parity) echo "qrdma passes every test rxe passes, but those in rdma-core-known-gaps.txt" ;;
+        suite_copy) echo "rdma-core $RDMA_CORE_VERSION's tests/ from $QRDMA_PROVIDER_DIR/rdma-core-tests" ;;
+        rxe_parity) echo "qrdma passes every test rxe passes, but the known gaps of rdma-core $RDMA_CORE_VERSION" ;;
         no_guest_errors) echo "the suite, bad requests and all, made the device count no guest error: the driver refuses what the device would" ;;
     esac
 }
@@ -86,7 +90,7 @@ else
     : >"$LOGDIR/rxe.tap"
 fi
 {
-    echo "rdma-core 56.1 tests/ (pyverbs) in one VM"
+    echo "rdma-core $RDMA_CORE_VERSION tests/ (pyverbs) in one VM"
     printf '%-8s %7s %7s %8s\n' device passed failed skipped
     counts qrdma0 "$LOGDIR/qrdma.tap"
     counts rxe0 "$LOGDIR/rxe.tap"
@@ -101,13 +105,14 @@ passed_ids() {
 # The aim: every test that rxe passes, qrdma passes; the known gaps are
 # listed with their reasons, and a listed test that passes is a stale line.
 t_rxe_parity() {
-    local gaps missing stale
+    local gaps missing stale files=("$GAPS")
     [ -s "$LOGDIR/rxe.tap" ] || { echo "no rxe results"; return 1; }
-    gaps=$(grep -v '^#' "$GAPS" | awk 'NF {print $1}' | sort -u)
+    [ ! -f "$GAPS_VERSION" ] || files+=("$GAPS_VERSION")
+    gaps=$(grep -hv '^#' "${files[@]}" | awk 'NF {print $1}' | sort -u)
     missing=$(comm -23 <(passed_ids "$LOGDIR/rxe.tap") <(passed_ids "$LOGDIR/qrdma.tap") |
               comm -23 - <(echo "$gaps"))
     stale=$(comm -12 <(passed_ids "$LOGDIR/qrdma.tap") <(echo "$gaps"))
-    echo "INFO: $(grep -c . <<<"$gaps") known gaps (tests/vm/rdma-core-known-gaps.txt)"
+    echo "INFO: $(grep -c . <<<"$gaps") known gaps (${files[*]##*/})"
     [ -z "$missing" ] || { echo "rxe passes, qrdma does not:"; echo "$missing"; }
     [ -z "$stale" ] || { echo "listed as gaps, but qrdma passes them:"; echo "$stale"; }
     [ -z "$missing" ] && [ -z "$stale" ]
