@@ -2,11 +2,13 @@
 # The guest tests on one stack: the guest kernel, the guest's rdma-core and
 # the QEMU that the environment names (QRDMA_GUEST_KERNEL, QRDMA_RDMA_CORE,
 # QRDMA_QEMU, as everywhere in scripts/; unset is the default stack).  It
-# installs qrdma into that guest, then runs each test of GUEST_TESTS in a
+# installs qrdma into that guest (install-guest builds the base guest and
+# the provider of a stack other than the default), then runs each test of GUEST_TESTS in a
 # VM: a TAP line per test, with its counts, and the failed points under it;
 # a failed test keeps its console under build/vm-logs/<test>-<stack>.log.
 #
 #   GUEST_TESTS="driver-load provider-clients"   the tests/vm/ scripts
+#                                                (by spaces or commas)
 #       (default: driver-load, which includes NVMe over RDMA to itself,
 #       kernel-verbs, provider-clients, verbs-lifecycle and the rdma-core
 #       suite beside rxe)
@@ -16,7 +18,7 @@ set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 . "$(dirname "$0")/lib-tap.sh"
 
-read -r -a TESTS <<<"${GUEST_TESTS:-driver-load kernel-verbs provider-clients verbs-lifecycle rdma-core-tests}"
+IFS=', ' read -r -a TESTS <<<"${GUEST_TESTS:-driver-load kernel-verbs provider-clients verbs-lifecycle rdma-core-tests}"
 KVER=$(guest_kernel_release)
 [ -n "$KVER" ] || qrdma_die "guest-stack: no kernel ${QRDMA_GUEST_KERNEL:-} in the matrix"
 # The stack in file names: the kernel's minor version and what else is set.
