@@ -45,11 +45,15 @@ case $QRDMA_RDMA_CORE in
     44|44.0)
         RDMA_CORE_VERSION=44.0
         RDMA_CORE_SUITE=bookworm
-        # Debian's pool has lost 44.0's orig tarball (404; its .dsc is
-        # still there): GitHub's tarball of the tag Debian 12 packages.
+        # Debian's pool has lost 44.0's orig tarball (404), but its signed
+        # .dsc still gives the sha256: the same file is the release's asset
+        # on GitHub.  Where GitHub cannot be reached, a clone of rdma-core
+        # (QRDMA_RDMA_CORE_GIT) whose tag v44.0 is this commit does.
         RDMA_CORE_ORIG=rdma-core-44.0.tar.gz
-        RDMA_CORE_URL=https://github.com/linux-rdma/rdma-core/archive/refs/tags/v44.0.tar.gz
-        RDMA_CORE_ORIG_SHA256=4a2eec55b37ac25f25e7680a372f71c1781c23808542bd31fb68dc0448b8cba2
+        RDMA_CORE_URL=https://github.com/linux-rdma/rdma-core/releases/download/v44.0/rdma-core-44.0.tar.gz
+        RDMA_CORE_ORIG_SHA256=25d6601e60f27bbcd75e07fe340400cb80e6c3c487679700535385cfc9d9858b
+        RDMA_CORE_GIT_TAG=v44.0
+        RDMA_CORE_GIT_COMMIT=91392a91eb41affee3bd75dc7d03eb86b4854aea
         ;;
     56.1)
         RDMA_CORE_VERSION=56.1
