@@ -587,7 +587,9 @@ static void qrdma_fill_wc(const struct qrdma_cqe *cqe, struct qrdma_qp *qp,
 		wc->invalidated_rkey = le32toh(cqe->invalidate_rkey);
 	else
 		wc->imm_data = 0;
-	wc->pkey_index = le16toh(cqe->pkey_index);
+	/* One P_Key: index 0, where the VLAN may be instead. */
+	wc->pkey_index = cqe->flags & QRDMA_CQE_F_VLAN ? 0 :
+			 le16toh(cqe->pkey_index);
 	wc->slid = 0;
 	wc->sl = cqe->sl;
 	wc->dlid_path_bits = 0;
@@ -731,6 +733,17 @@ static uint8_t qrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibvcqx)
 	return 0;
 }
 
+/*
+ * The 802.1Q VLAN ID a UD datagram came with (the device reports no
+ * priority bits); 0 without a tag.
+ */
+static uint16_t qrdma_wc_read_cvlan(struct ibv_cq_ex *ibvcqx)
+{
+	const struct qrdma_cqe *cqe = to_qrdma_cq_ex(ibvcqx)->cur_cqe;
+
+	return cqe->flags & QRDMA_CQE_F_VLAN ? le16toh(cqe->vlan_id) : 0;
+}
+
 static void qrdma_cq_fill_pfns(struct qrdma_cq *cq,
 			       const struct ibv_cq_init_attr_ex *attr)
 {
@@ -758,6 +771,8 @@ static void qrdma_cq_fill_pfns(struct qrdma_cq *cq,
 		ibvcqx->read_sl = qrdma_wc_read_sl;
 	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		ibvcqx->read_dlid_path_bits = qrdma_wc_read_dlid_path_bits;
+	if (attr->wc_flags & IBV_WC_EX_WITH_CVLAN)
+		ibvcqx->read_cvlan = qrdma_wc_read_cvlan;
 }
 
 static struct ibv_cq_ex *create_cq(struct ibv_context *ibvctx,
@@ -766,15 +781,19 @@ static struct ibv_cq_ex *create_cq(struct ibv_context *ibvctx,
 	struct qrdma_context *ctx = to_qrdma_ctx(ibvctx);
 	struct uqrdma_create_cq_resp resp = {};
 	struct uqrdma_create_cq cmd = {};
+	uint64_t wc_flags = IBV_WC_STANDARD_FLAGS;
 	struct qrdma_cq *cq;
 	uint32_t entries;
 	int err;
 
+	/* The VLAN takes the P_Key index's place in CQEs that carry it. */
+	if (ctx->device_caps & QRDMA_UCONTEXT_CAP_CQE_VLAN)
+		wc_flags |= IBV_WC_EX_WITH_CVLAN;
 	if (!check_comp_mask(attr->comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	     !check_comp_mask(attr->flags,
 			      IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
-	    !check_comp_mask(attr->wc_flags, IBV_WC_STANDARD_FLAGS)) {
+	    !check_comp_mask(attr->wc_flags, wc_flags)) {
 		verbs_err(&ctx->ibvctx,
 			  "unsupported CQ comp_mask %#x, flags %#x, wc_flags %#" PRIx64 "\n",
 			  attr->comp_mask, attr->flags, attr->wc_flags);
@@ -810,6 +829,8 @@ static struct ibv_cq_ex *create_cq(struct ibv_context *ibvctx,
 	cmd.entries = entries;
 	cmd.ring_va = (uintptr_t)cq->buf.addr;
 	cmd.ci_va = (uintptr_t)cq->ci_rec;
+	if (attr->wc_flags & IBV_WC_EX_WITH_CVLAN)
+		cmd.comp_mask |= QRDMA_CREATE_CQ_VLAN;
 	err = qrdma_cmd_create_cq_ex(ibvctx, attr, &cq->vcq, &cmd.ibv_cmd,
 				     sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (err) {
@@ -818,6 +839,14 @@ static struct ibv_cq_ex *create_cq(struct ibv_context *ibvctx,
 		goto err_free_ci;
 	}
 	cq->cqn = resp.cqn;
+	if ((cmd.comp_mask & QRDMA_CREATE_CQ_VLAN) &&
+	    !(resp.comp_mask & QRDMA_CREATE_CQ_VLAN)) {
+		verbs_err(&ctx->ibvctx, "CQ %#x: the kernel left out the VLAN\n",
+			  cq->cqn);
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		err = EOPNOTSUPP;
+		goto err_free_ci;
+	}
 
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_init(&cq->resize_mutex, NULL);

@@ -3,12 +3,14 @@
  * What the perftest and rdma-core examples do not show of a wire that
  * loses, repeats and corrupts, or of a peer that is slow to receive:
  *
- *   wire-faults ud-recv ADDR PORT COUNT SIZE
+ *   wire-faults ud-recv ADDR PORT COUNT SIZE [VLAN]
  *   wire-faults ud-send ADDR PORT COUNT SIZE
  *       UD: the sender sends COUNT datagrams of SIZE bytes, each numbered
  *       and with a checksum; the receiver takes what arrives until the
  *       sender is done and the wire has been quiet for a while.  Some may
- *       be lost; none may arrive corrupted or twice.
+ *       be lost; none may arrive corrupted or twice.  With VLAN, the
+ *       receiver polls an extended CQ made with IBV_WC_EX_WITH_CVLAN, and
+ *       each datagram must say it came on that VLAN (ibv_wc_read_cvlan).
  *
  *   wire-faults rnr-server ADDR PORT RNR_RETRY DELAY_MS
  *   wire-faults rnr-client ADDR PORT RNR_RETRY
@@ -87,6 +89,10 @@ struct conn {
 	struct rdma_cm_id *id;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	/* ud-recv VLAN: the extended CQ, and what it said of the last one */
+	struct ibv_cq_ex *cqx;
+	bool want_vlan;
+	uint16_t vlan;
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	size_t buf_len;
@@ -171,7 +177,20 @@ static void make_qp(struct conn *c, enum ibv_qp_type type, int depth)
 	c->pd = ibv_alloc_pd(c->id->verbs);
 	if (!c->pd)
 		fail("ibv_alloc_pd");
-	c->cq = ibv_create_cq(c->id->verbs, 2 * depth, NULL, NULL, 0);
+	if (c->want_vlan) {
+		struct ibv_cq_init_attr_ex ca = {
+			.cqe = 2 * depth,
+			.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_CVLAN,
+		};
+
+		c->cqx = ibv_create_cq_ex(c->id->verbs, &ca);
+		if (!c->cqx)
+			fail("ibv_create_cq_ex with IBV_WC_EX_WITH_CVLAN: %s",
+			     strerror(errno));
+		c->cq = ibv_cq_ex_to_cq(c->cqx);
+	} else {
+		c->cq = ibv_create_cq(c->id->verbs, 2 * depth, NULL, NULL, 0);
+	}
 	if (!c->cq)
 		fail("ibv_create_cq");
 	c->buf = calloc(1, c->buf_len);
@@ -236,6 +255,24 @@ static struct rdma_conn_param rc_param(int retry_cnt, int rnr_retry)
 	};
 }
 
+/* One completion of the extended CQ, its VLAN in c->vlan. */
+static int poll_one_ex(struct conn *c, struct ibv_wc *wc)
+{
+	struct ibv_poll_cq_attr pa = { 0 };
+	int ret = ibv_start_poll(c->cqx, &pa);
+
+	if (ret == ENOENT)
+		return 0;
+	if (ret)
+		return -1;
+	wc->wr_id = c->cqx->wr_id;
+	wc->status = c->cqx->status;
+	wc->byte_len = ibv_wc_read_byte_len(c->cqx);
+	c->vlan = ibv_wc_read_cvlan(c->cqx);
+	ibv_end_poll(c->cqx);
+	return 1;
+}
+
 /* One completion within ms, or none (false). */
 static bool poll_one(struct conn *c, struct ibv_wc *wc, int ms)
 {
@@ -243,7 +280,7 @@ static bool poll_one(struct conn *c, struct ibv_wc *wc, int ms)
 	int n;
 
 	do {
-		n = ibv_poll_cq(c->cq, 1, wc);
+		n = c->cqx ? poll_one_ex(c, wc) : ibv_poll_cq(c->cq, 1, wc);
 		if (n < 0)
 			fail("ibv_poll_cq");
 		if (n)
@@ -335,11 +372,15 @@ static bool ud_check(const uint8_t *p, uint32_t size, uint32_t *seq)
 #define UD_RING 256
 
 static int ud_recv(const char *addr, const char *port, uint32_t count,
-		   uint32_t size)
+		   uint32_t size, int vlan)
 {
-	struct conn c = { .buf_len = (size_t)UD_RING * (GRH_LEN + size) };
+	struct conn c = {
+		.buf_len = (size_t)UD_RING * (GRH_LEN + size),
+		.want_vlan = vlan >= 0,
+	};
 	struct rdma_conn_param cp = { 0 };
 	uint32_t got = 0, bad = 0, twice = 0, beyond = 0, distinct = 0, seq, i;
+	uint32_t other_vlan = 0;
 	uint8_t *seen = calloc(count, 1);
 	uint32_t *first = calloc(count, sizeof(*first));
 	int64_t last;
@@ -364,6 +405,9 @@ static int ud_recv(const char *addr, const char *port, uint32_t count,
 		if (wc.status != IBV_WC_SUCCESS)
 			fail("receive completed with %s",
 			     ibv_wc_status_str(wc.status));
+		if (c.want_vlan && c.vlan != vlan && other_vlan++ < 10)
+			printf("# a datagram on VLAN %u, not %d\n", c.vlan,
+			       vlan);
 		if (wc.byte_len != GRH_LEN + size) {
 			bad++;
 		} else if (!ud_check(c.buf + wc.wr_id + GRH_LEN, size,
@@ -389,6 +433,11 @@ static int ud_recv(const char *addr, const char *port, uint32_t count,
 		fail("nothing arrived");
 	if (bad || twice || beyond)
 		fail("a datagram arrived corrupted, twice or made up");
+	if (c.want_vlan)
+		printf("# %u said VLAN %d, %u another\n", got - other_vlan,
+		       vlan, other_vlan);
+	if (other_vlan)
+		fail("the completions named another VLAN than the one used");
 	printf("PASS\n");
 	return 0;
 }
@@ -811,11 +860,16 @@ static int rmw_client(const char *addr, const char *port, uint32_t count,
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 6 && !strncmp(argv[1], "ud-", 3) &&
+	if ((argc == 6 || argc == 7) && !strncmp(argv[1], "ud-", 3) &&
 	    (atoi(argv[4]) < 1 || atoi(argv[5]) < 8))
 		fail("COUNT must be 1 or more, SIZE 8 or more");
 	if (argc == 6 && !strcmp(argv[1], "ud-recv"))
-		return ud_recv(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+		return ud_recv(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]),
+			       -1);
+	if (argc == 7 && !strcmp(argv[1], "ud-recv") &&
+	    atoi(argv[6]) >= 0 && atoi(argv[6]) < 4095)
+		return ud_recv(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]),
+			       atoi(argv[6]));
 	if (argc == 6 && !strcmp(argv[1], "ud-send"))
 		return ud_send(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
 	if (argc == 6 && !strcmp(argv[1], "rnr-server"))
@@ -844,13 +898,15 @@ int main(int argc, char **argv)
 	}
 #endif
 	fprintf(stderr,
-		"usage: %s ud-recv|ud-send ADDR PORT COUNT SIZE\n"
+		"usage: %s ud-recv ADDR PORT COUNT SIZE [VLAN]\n"
+		"       %s ud-send ADDR PORT COUNT SIZE\n"
 		"       %s rnr-server ADDR PORT RNR_RETRY DELAY_MS\n"
 		"       %s rnr-client ADDR PORT RNR_RETRY\n"
 		"       %s rc-sink ADDR PORT\n"
 		"       %s rc-stream ADDR PORT TIMEOUT RETRY_CNT\n"
 		"       %s rmw-server ADDR PORT COUNT\n"
 		"       %s rmw-client ADDR PORT COUNT flush|no-flush\n",
-		argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
+		argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0],
+		argv[0]);
 	return 2;
 }

@@ -42,7 +42,7 @@ WIRE_TESTS=(
     send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat
     send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
     send_lat_cm write_lat_cm read_lat_cm
-    rping rping_vlan ucmatose udaddy ud_datagrams rnr_forever rnr_finite rmw nvme nvme_fio
+    rping rping_vlan ud_vlan ucmatose udaddy ud_datagrams rnr_forever rnr_finite rmw nvme nvme_fio
 )
 
 describe() {
@@ -54,6 +54,7 @@ describe() {
         *_bw|*_lat) echo "ib_$1 (QPs traded over TCP), server on A, client on B" ;;
         rping) echo "rping -V (data checked), server on A, client on B" ;;
         rping_vlan) echo "rping -V over VLAN $VLAN_ID on each side's RoCE netdev: the CM's MADs carry the VLAN, and the receiver's completion must say so" ;;
+        ud_vlan) echo "UD datagrams from B to A over VLAN $VLAN_ID, each of A's completions naming that VLAN (ibv_wc_read_cvlan; a qrdma A only)" ;;
         ucmatose) echo "ucmatose: rdma_cm RC connections, sends both ways" ;;
         udaddy) echo "udaddy: rdma_cm UD, sends both ways" ;;
         nvme) echo "NVMe over RDMA: nvmet-rdma on A serving a RAM disk, nvme-rdma on B: ext4 written, reconnected, checksums compared" ;;
@@ -237,25 +238,48 @@ t_rping() {
 # are the port's too, the frames carry the tag, and ib_cm answers a REQ
 # only if the receive completion names the VLAN it came on
 # (ib_init_ah_attr_from_wc matches it against the GID's netdev).
-VLAN_ID=100
-t_rping_vlan() {
-    local vdev=$PAIR_NETDEV.$VLAN_ID ip peer_ip i
-    pair_need_setup || return 1
-    ip=10.100.0.${PAIR_IP##*.} peer_ip=10.100.0.${PAIR_PEER_IP##*.}
+VLAN_ID=100 VLAN_IP='' VLAN_PEER_IP=''
+
+# vlan_up: VLAN_ID on the RoCE netdev, with VLAN_IP (each side's wire
+# address in 10.100.0.0/24), and the device's GID on it, which ib_core
+# adds from a work item.
+vlan_up() {
+    local vdev=$PAIR_NETDEV.$VLAN_ID i
+    VLAN_IP=10.100.0.${PAIR_IP##*.} VLAN_PEER_IP=10.100.0.${PAIR_PEER_IP##*.}
     if [ ! -e "/sys/class/net/$vdev" ]; then
         ip link add link "$PAIR_NETDEV" name "$vdev" type vlan id "$VLAN_ID" &&
-            ip addr add "$ip/24" dev "$vdev" &&
+            ip addr add "$VLAN_IP/24" dev "$vdev" &&
             ip link set "$vdev" up || { echo "no VLAN device $vdev"; return 1; }
     fi
-    # ib_core adds the VLAN device's GIDs from a work item: wait for one.
     for i in $(seq 50); do
         grep -qx "$vdev" /sys/class/infiniband/"$PAIR_DEV"/ports/1/gid_attrs/ndevs/* \
-            2>/dev/null && break
+            2>/dev/null && return 0
         sleep 0.2
     done
-    grep -qx "$vdev" /sys/class/infiniband/"$PAIR_DEV"/ports/1/gid_attrs/ndevs/* 2>/dev/null ||
-        { echo "$PAIR_DEV has no GID on $vdev"; return 1; }
-    rping_between rping_vlan 10 "$ip" "$peer_ip"
+    echo "$PAIR_DEV has no GID on $vdev"
+    return 1
+}
+
+t_rping_vlan() {
+    pair_need_setup || return 1
+    vlan_up || return 1
+    rping_between rping_vlan 10 "$VLAN_IP" "$VLAN_PEER_IP"
+}
+
+# UD datagrams from B to A over the VLAN; A's receiver asks each
+# completion for its VLAN (ibv_wc_read_cvlan), which rxe's provider lacks.
+t_ud_vlan() {
+    local p a_kind=$PAIR_KIND
+    [ "$PAIR_ROLE" = a ] || a_kind=$PAIR_PEER_KIND
+    [ "$a_kind" = qrdma ] || { echo "a qrdma receiver (A) only"; return 77; }
+    pair_need_setup || return 1
+    vlan_up || return 1
+    p=$(port)
+    pair_server_client "$LOGDIR/ud_vlan" "cm:$p" "$RUN_TIMEOUT" \
+        "$WIRE_FAULTS" ud-recv "$VLAN_IP" "$p" 200 256 "$VLAN_ID" -- \
+        "$WIRE_FAULTS" ud-send "$VLAN_PEER_IP" "$p" 200 256 || return 1
+    pair_is a || return 0
+    grep '^# ' "$LOGDIR/ud_vlan.server" | sed 's/^# /INFO: /'
 }
 
 t_ucmatose() {
