@@ -332,7 +332,7 @@ int main(void)
 	cqd.ci_va = (uintptr_t)ci;
 	check_errno(create_cq(c.fd, 64, &cqd, 8, &cq, NULL), EINVAL,
 		    "create_cq with a short driver command");
-	cqd.comp_mask = 1;
+	cqd.comp_mask = ~(uint32_t)QRDMA_CREATE_CQ_VLAN;
 	check_errno(create_cq(c.fd, 64, &cqd, sizeof(cqd), &cq, NULL),
 		    EOPNOTSUPP, "create_cq with an unknown comp_mask");
 	cqd.comp_mask = 0;
@@ -369,7 +369,23 @@ int main(void)
 		check(!create_cq(c.fd, 64, big, sizeof(big), &cq, &cq_resp),
 		      "create_cq with zero trailing bytes");
 	}
-	check(cq_resp.entries == 64 && cq_resp.cqn, "create_cq answer");
+	check(cq_resp.entries == 64 && cq_resp.cqn && !cq_resp.comp_mask,
+	      "create_cq answer");
+	{
+		struct qrdma_ibv_create_cq vd = cqd;
+		struct qrdma_ibv_create_cq_resp vr = {};
+		uint32_t vcq;
+
+		vd.comp_mask = QRDMA_CREATE_CQ_VLAN;
+		vd.ring_va = (uintptr_t)ring(64 * 32);
+		vd.ci_va = (uintptr_t)ring(PAGE);
+		check(c.uresp.device_caps & QRDMA_UCONTEXT_CAP_CQE_VLAN,
+		      "the context offers CQEs with the VLAN");
+		check(!create_cq(c.fd, 64, &vd, sizeof(vd), &vcq, &vr) &&
+		      vr.comp_mask == QRDMA_CREATE_CQ_VLAN,
+		      "create_cq asking for the VLAN in CQEs gets it");
+		check(!destroy_cq(c.fd, vcq), "destroy_cq of that CQ");
+	}
 
 	/* An arm doorbell on the mapped page (the device counts refusals). */
 	if (c.db != MAP_FAILED)
