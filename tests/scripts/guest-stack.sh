@@ -28,7 +28,7 @@ STACK=$(kernel_minor "$KVER")${QRDMA_RDMA_CORE:+-rc$QRDMA_RDMA_CORE}${QRDMA_QEMU
 run_one() {
     local name=$1-$STACK
     TAP_DETAILS=$QRDMA_ROOT/build/vm-logs/$name.log
-    "$QRDMA_ROOT/scripts/run-vm-test" "$1.sh" --name "$name" -- \
+    "$QRDMA_ROOT/scripts/run-vm-test" "$1.sh" --name "$name" --timeout 1500 -- \
         -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1 \
         -device qrdma,bus=rp0 >"$QRDMA_ROOT/build/vm-out/$name.tap" 2>&1
 }
