@@ -741,7 +741,10 @@ static uint16_t qrdma_wc_read_cvlan(struct ibv_cq_ex *ibvcqx)
 {
 	const struct qrdma_cqe *cqe = to_qrdma_cq_ex(ibvcqx)->cur_cqe;
 
-	return cqe->flags & QRDMA_CQE_F_VLAN ? le16toh(cqe->vlan_id) : 0;
+	/* The ID alone, as qrdma.ko takes it: bits 15:12 are not the device's. */
+	if (!(cqe->flags & QRDMA_CQE_F_VLAN))
+		return 0;
+	return le16toh(cqe->vlan_id) & 0xfff;
 }
 
 static void qrdma_cq_fill_pfns(struct qrdma_cq *cq,
