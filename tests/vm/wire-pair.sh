@@ -331,12 +331,22 @@ rnr() {
     after=$(cat "$dir/$f")
     echo "INFO: $PAIR_ROLE: $f $before -> $after"
     [ "$after" -gt "$before" ] || { echo "no RNR NAK counted in $f"; return 1; }
-    # On a clean wire, a finite rnr_retry means exactly 1 + rnr_retry NAKs.
-    if [ "$1" != 7 ] && [ "$(pair_arg relay)" != 1 ] &&
-       [ $((after - before)) != $(($1 + 1)) ]; then
-        echo "$((after - before)) RNR NAKs for rnr_retry $1, not $(($1 + 1))"
-        return 1
+    # On a clean wire, a finite rnr_retry means exactly 1 + rnr_retry NAKs
+    # received by the requester (B) before its send fails.  The responder
+    # (A) may send more: a requester whose ACK timer runs out while it
+    # waits (rxe under TCG, seen in CI) sends the request once more, and
+    # that copy gets a NAK of its own, which a requester already past its
+    # retries drops.  One such copy per try at most.
+    [ "$1" != 7 ] && [ "$(pair_arg relay)" != 1 ] || return 0
+    local naks=$((after - before)) want=$(($1 + 1))
+    if pair_is a; then
+        [ "$naks" -ge "$want" ] && [ "$naks" -le $((2 * want)) ] && return 0
+        echo "$naks RNR NAKs sent for rnr_retry $1, not $want to $((2 * want))"
+    else
+        [ "$naks" = "$want" ] && return 0
+        echo "$naks RNR NAKs received for rnr_retry $1, not $want"
     fi
+    return 1
 }
 
 t_rnr_forever() { rnr 7 500; }
