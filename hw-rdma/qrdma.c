@@ -21,6 +21,7 @@
 #include "qapi/visitor.h"
 #include "qemu/host-utils.h"
 #include "qrdma.h"
+#include "qrdma-qemu-compat.h"
 #include "qrdma_cmd.h"
 #include "trace.h"
 
@@ -391,7 +392,7 @@ static void qrdma_instance_init(Object *obj)
                         NULL, NULL, NULL);
 }
 
-static void qrdma_class_init(ObjectClass *klass, void *data)
+static void qrdma_class_init(ObjectClass *klass, QrdmaClassData *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *pc = PCI_DEVICE_CLASS(klass);

@@ -10,7 +10,6 @@
 #include "qemu/rcu.h"
 #include "qemu/atomic.h"
 #include "system/xen.h"
-#include "exec/memory.h"
 #include "hw/pci/pci_device.h"
 #include "qrdma.h"
 #include "qrdma_dma.h"

@@ -10,7 +10,6 @@
 #define HW_RDMA_QRDMA_DMA_H
 
 #include "system/dma.h"
-#include "exec/memory.h"
 
 typedef struct QrdmaCore QrdmaCore;
 

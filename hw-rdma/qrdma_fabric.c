@@ -11,6 +11,7 @@
 #include "qemu/module.h"
 #include "hw/qdev-core.h"
 #include "qrdma.h"
+#include "qrdma-qemu-compat.h"
 #include "qrdma_fabric.h"
 #include "trace.h"
 
@@ -114,7 +115,7 @@ static void qrdma_fabric_init(Object *obj)
     QLIST_INIT(&QRDMA_FABRIC(obj)->members);
 }
 
-static void qrdma_fabric_class_init(ObjectClass *oc, void *data)
+static void qrdma_fabric_class_init(ObjectClass *oc, QrdmaClassData *data)
 {
     DeviceClass *dc = DEVICE_CLASS(oc);
 

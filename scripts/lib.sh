@@ -12,26 +12,50 @@ QRDMA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QRDMA_CACHE=${QRDMA_CACHE:-$HOME/.cache/qrdma}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 
-QEMU_VERSION=10.0.2
-QEMU_DEB_VERSION=1:10.0.2+ds-2+deb13u1~bpo12+1
-QEMU_ORIG=qemu_10.0.2+ds.orig.tar.xz
-QEMU_ORIG_SHA256=0901da33844a331bf8b3602b9c1fbd178e60b737c8e3ade678255bd090c9b9f1
+# QRDMA_QEMU picks the QEMU the device is built into and the VMs run on:
+# 10.2 (the default, the newest: Debian sid's) or 10.0 (the newest 10.0.x
+# in Debian: trixie's).  One device source builds on both; each has its
+# own wiring patch, hw-rdma/qemu-<QRDMA_QEMU>-wiring.patch.  The sha256 is
+# the one in Debian's .dsc of that version.
+QRDMA_QEMU=${QRDMA_QEMU:-10.2}
+case $QRDMA_QEMU in
+    10.2)
+        QEMU_VERSION=10.2.2
+        QEMU_DEB_VERSION=1:10.2.2+ds-1
+        QEMU_SUITE=sid
+        QEMU_ORIG_SHA256=be05230fe47a6937cd29f28f562932c8125f9c93c2a82c625198f7a4aa601dfb
+        ;;
+    10.0)
+        QEMU_VERSION=10.0.13
+        QEMU_DEB_VERSION=1:10.0.13+ds-0+deb13u1
+        QEMU_SUITE=trixie
+        QEMU_ORIG_SHA256=6a0888e806c2ffc0c5f0733e974f9aea55491950d3c47c98669c8b236dde59ae
+        ;;
+    *)
+        printf 'error: QRDMA_QEMU=%s: 10.0 or 10.2\n' "$QRDMA_QEMU" >&2
+        exit 1
+        ;;
+esac
+QEMU_ORIG=qemu_$QEMU_VERSION+ds.orig.tar.xz
 QEMU_SRC=$QRDMA_CACHE/qemu-$QEMU_VERSION/src
 # Plain build (TCG) boots the guest VMs; the sanitizer build (no TCG, which
 # qtests do not need) runs the qtests under ASan and UBSan.
 QEMU_BUILD=$QRDMA_CACHE/qemu-$QEMU_VERSION/build
 QEMU_BUILD_SAN=$QRDMA_CACHE/qemu-$QEMU_VERSION/build-san
 # The libFuzzer build (clang), for scripts/fuzz-qrdma, from a tree of its
-# own that also has hw-rdma/qemu-10.0-fuzz.patch.
+# own that also has hw-rdma/qemu-<QRDMA_QEMU>-fuzz.patch.
 QEMU_SRC_FUZZ=$QRDMA_CACHE/qemu-$QEMU_VERSION/src-fuzz
 QEMU_BUILD_FUZZ=$QRDMA_CACHE/qemu-$QEMU_VERSION/build-fuzz
 # What this checkout runs: scripts/build-qemu copies each build's products
 # here from the shared build directories, under the tree's lock, so that a
-# build from another checkout never changes them.
-QEMU_BIN=$QRDMA_ROOT/build/qemu/plain/qemu-system-x86_64
-QEMU_BIN_SAN=$QRDMA_ROOT/build/qemu/san/qemu-system-x86_64
-QOS_TEST_SAN=$QRDMA_ROOT/build/qemu/san/tests/qtest/qos-test
-QEMU_BIN_FUZZ=$QRDMA_ROOT/build/qemu/fuzz/qemu-fuzz-x86_64
+# build from another checkout never changes them.  Keyed by version too, so
+# that with QRDMA_QEMU switched a script finds that QEMU's binary or none,
+# never the other one's.
+QEMU_OUT=$QRDMA_ROOT/build/qemu/$QEMU_VERSION
+QEMU_BIN=$QEMU_OUT/plain/qemu-system-x86_64
+QEMU_BIN_SAN=$QEMU_OUT/san/qemu-system-x86_64
+QOS_TEST_SAN=$QEMU_OUT/san/tests/qtest/qos-test
+QEMU_BIN_FUZZ=$QEMU_OUT/fuzz/qemu-fuzz-x86_64
 
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 

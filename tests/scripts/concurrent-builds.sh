@@ -37,7 +37,7 @@ one_waited() {
 }
 # built_from SIDE OTHER: SIDE's QEMU has SIDE's marker and not OTHER's.
 built_from() {
-    local bin=$TMP/$1/build/qemu/plain/qemu-system-x86_64
+    local bin=$TMP/$1/${QEMU_BIN#"$QRDMA_ROOT"/}
     [ -x "$bin" ] && grep -qaF "qrdma-build-marker-$1-$tag" "$bin" &&
         ! grep -qaF "qrdma-build-marker-$2-$tag" "$bin"
 }
