@@ -16,8 +16,7 @@
 #include "qrdma_err.h"
 #include "trace.h"
 
-#define QP_ATTR(x) QRDMA_QP_ATTR_##x
-#define QRDMA_QP_ATTR_KNOWN (QP_ATTR(DEST_QPN) * 2 - 1)
+#define QRDMA_QP_ATTR_KNOWN (QRDMA_QP_ATTR_DEST_QPN * 2 - 1)
 #define QRDMA_NUM_QPS 7
 #define QRDMA_NUM_QPT 5
 
@@ -41,12 +40,13 @@ static const QrdmaQpTransition qrdma_qp_table[QRDMA_NUM_QPS][QRDMA_NUM_QPS] = {
         [QRDMA_QPS_INIT] = {
             .valid = true,
             .req = {
-                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) | QP_ATTR(QKEY),
-                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
-                                 QP_ATTR(ACCESS_FLAGS),
-                [QRDMA_QPT_RC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
-                                 QP_ATTR(ACCESS_FLAGS),
+                QPT_UD_GSI(QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                           QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS,
             },
         },
     },
@@ -56,31 +56,35 @@ static const QrdmaQpTransition qrdma_qp_table[QRDMA_NUM_QPS][QRDMA_NUM_QPS] = {
         [QRDMA_QPS_INIT] = {
             .valid = true,
             .opt = {
-                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) | QP_ATTR(QKEY),
-                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
-                                 QP_ATTR(ACCESS_FLAGS),
-                [QRDMA_QPT_RC] = QP_ATTR(PKEY_INDEX) | QP_ATTR(PORT) |
-                                 QP_ATTR(ACCESS_FLAGS),
+                QPT_UD_GSI(QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                           QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS,
             },
         },
         [QRDMA_QPS_RTR] = {
             .valid = true,
             .req = {
-                [QRDMA_QPT_UC] = QP_ATTR(AV) | QP_ATTR(PATH_MTU) |
-                                 QP_ATTR(DEST_QPN) | QP_ATTR(RQ_PSN),
-                [QRDMA_QPT_RC] = QP_ATTR(AV) | QP_ATTR(PATH_MTU) |
-                                 QP_ATTR(DEST_QPN) | QP_ATTR(RQ_PSN) |
-                                 QP_ATTR(MAX_DEST_RD_ATOMIC) |
-                                 QP_ATTR(MIN_RNR_TIMER),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+                                 QRDMA_QP_ATTR_DEST_QPN |
+                                 QRDMA_QP_ATTR_RQ_PSN,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+                                 QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN |
+                                 QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                                 QRDMA_QP_ATTR_MIN_RNR_TIMER,
             },
             .opt = {
-                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY),
-                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(ALT_PATH) | QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(PKEY_INDEX),
-                [QRDMA_QPT_RC] = QP_ATTR(ALT_PATH) | QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(PKEY_INDEX),
+                QPT_UD_GSI(QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_PKEY_INDEX,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_PKEY_INDEX,
             },
         },
     },
@@ -90,22 +94,26 @@ static const QrdmaQpTransition qrdma_qp_table[QRDMA_NUM_QPS][QRDMA_NUM_QPS] = {
         [QRDMA_QPS_RTS] = {
             .valid = true,
             .req = {
-                QPT_UD_GSI(QP_ATTR(SQ_PSN), QP_ATTR(SQ_PSN)),
-                [QRDMA_QPT_UC] = QP_ATTR(SQ_PSN),
-                [QRDMA_QPT_RC] = QP_ATTR(TIMEOUT) | QP_ATTR(RETRY_CNT) |
-                                 QP_ATTR(RNR_RETRY) | QP_ATTR(SQ_PSN) |
-                                 QP_ATTR(MAX_QP_RD_ATOMIC),
+                QPT_UD_GSI(QRDMA_QP_ATTR_SQ_PSN, QRDMA_QP_ATTR_SQ_PSN),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_SQ_PSN,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_TIMEOUT |
+                                 QRDMA_QP_ATTR_RETRY_CNT |
+                                 QRDMA_QP_ATTR_RNR_RETRY |
+                                 QRDMA_QP_ATTR_SQ_PSN |
+                                 QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC,
             },
             .opt = {
-                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
-                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
-                                 QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(PATH_MIG_STATE),
-                [QRDMA_QPT_RC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
-                                 QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(MIN_RNR_TIMER) |
-                                 QP_ATTR(PATH_MIG_STATE),
+                QPT_UD_GSI(QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_CUR_STATE |
+                                 QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_CUR_STATE |
+                                 QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_MIN_RNR_TIMER |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE,
             },
         },
     },
@@ -115,22 +123,26 @@ static const QrdmaQpTransition qrdma_qp_table[QRDMA_NUM_QPS][QRDMA_NUM_QPS] = {
         [QRDMA_QPS_RTS] = {
             .valid = true,
             .opt = {
-                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
-                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(ALT_PATH) | QP_ATTR(PATH_MIG_STATE),
-                [QRDMA_QPT_RC] = QP_ATTR(CUR_STATE) | QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(ALT_PATH) | QP_ATTR(PATH_MIG_STATE) |
-                                 QP_ATTR(MIN_RNR_TIMER),
+                QPT_UD_GSI(QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_CUR_STATE |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_CUR_STATE |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE |
+                                 QRDMA_QP_ATTR_MIN_RNR_TIMER,
             },
         },
         [QRDMA_QPS_SQD] = {
             .valid = true,
             .opt = {
-                QPT_UD_GSI(QP_ATTR(EN_SQD_ASYNC_NOTIFY),
-                           QP_ATTR(EN_SQD_ASYNC_NOTIFY)),
-                [QRDMA_QPT_UC] = QP_ATTR(EN_SQD_ASYNC_NOTIFY),
-                [QRDMA_QPT_RC] = QP_ATTR(EN_SQD_ASYNC_NOTIFY),
+                QPT_UD_GSI(QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY,
+                           QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY,
             },
         },
     },
@@ -140,34 +152,39 @@ static const QrdmaQpTransition qrdma_qp_table[QRDMA_NUM_QPS][QRDMA_NUM_QPS] = {
         [QRDMA_QPS_RTS] = {
             .valid = true,
             .opt = {
-                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
-                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
-                                 QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(PATH_MIG_STATE),
-                [QRDMA_QPT_RC] = QP_ATTR(CUR_STATE) | QP_ATTR(ALT_PATH) |
-                                 QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(MIN_RNR_TIMER) |
-                                 QP_ATTR(PATH_MIG_STATE),
+                QPT_UD_GSI(QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_CUR_STATE |
+                                 QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_CUR_STATE |
+                                 QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_MIN_RNR_TIMER |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE,
             },
         },
         [QRDMA_QPS_SQD] = {
             .valid = true,
             .opt = {
-                QPT_UD_GSI(QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY),
-                           QP_ATTR(PKEY_INDEX) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(AV) | QP_ATTR(ALT_PATH) |
-                                 QP_ATTR(ACCESS_FLAGS) | QP_ATTR(PKEY_INDEX) |
-                                 QP_ATTR(PATH_MIG_STATE),
-                [QRDMA_QPT_RC] = QP_ATTR(PORT) | QP_ATTR(AV) |
-                                 QP_ATTR(TIMEOUT) | QP_ATTR(RETRY_CNT) |
-                                 QP_ATTR(RNR_RETRY) |
-                                 QP_ATTR(MAX_QP_RD_ATOMIC) |
-                                 QP_ATTR(MAX_DEST_RD_ATOMIC) |
-                                 QP_ATTR(ALT_PATH) | QP_ATTR(ACCESS_FLAGS) |
-                                 QP_ATTR(PKEY_INDEX) |
-                                 QP_ATTR(MIN_RNR_TIMER) |
-                                 QP_ATTR(PATH_MIG_STATE),
+                QPT_UD_GSI(QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_PKEY_INDEX |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE,
+                [QRDMA_QPT_RC] = QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_AV |
+                                 QRDMA_QP_ATTR_TIMEOUT |
+                                 QRDMA_QP_ATTR_RETRY_CNT |
+                                 QRDMA_QP_ATTR_RNR_RETRY |
+                                 QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC |
+                                 QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                                 QRDMA_QP_ATTR_ALT_PATH |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS |
+                                 QRDMA_QP_ATTR_PKEY_INDEX |
+                                 QRDMA_QP_ATTR_MIN_RNR_TIMER |
+                                 QRDMA_QP_ATTR_PATH_MIG_STATE,
             },
         },
     },
@@ -177,9 +194,10 @@ static const QrdmaQpTransition qrdma_qp_table[QRDMA_NUM_QPS][QRDMA_NUM_QPS] = {
         [QRDMA_QPS_RTS] = {
             .valid = true,
             .opt = {
-                QPT_UD_GSI(QP_ATTR(CUR_STATE) | QP_ATTR(QKEY),
-                           QP_ATTR(CUR_STATE) | QP_ATTR(QKEY)),
-                [QRDMA_QPT_UC] = QP_ATTR(CUR_STATE) | QP_ATTR(ACCESS_FLAGS),
+                QPT_UD_GSI(QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY,
+                           QRDMA_QP_ATTR_CUR_STATE | QRDMA_QP_ATTR_QKEY),
+                [QRDMA_QPT_UC] = QRDMA_QP_ATTR_CUR_STATE |
+                                 QRDMA_QP_ATTR_ACCESS_FLAGS,
             },
         },
     },
@@ -477,24 +495,25 @@ static uint32_t qrdma_qp_bad_value(const struct qrdma_qp_attr *a,
         uint32_t attr;
         bool bad;
     } checks[] = {
-        { QP_ATTR(PKEY_INDEX), le16_to_cpu(a->pkey_index) != 0 },
-        { QP_ATTR(PORT), a->port_num != 1 },
-        { QP_ATTR(ACCESS_FLAGS),
+        { QRDMA_QP_ATTR_PKEY_INDEX, le16_to_cpu(a->pkey_index) != 0 },
+        { QRDMA_QP_ATTR_PORT, a->port_num != 1 },
+        { QRDMA_QP_ATTR_ACCESS_FLAGS,
           le32_to_cpu(a->qp_access_flags) & ~QRDMA_ACCESS_VALID_MASK },
-        { QP_ATTR(PATH_MTU), a->path_mtu < 1 || a->path_mtu > 5 },
-        { QP_ATTR(TIMEOUT), a->timeout > 31 },
-        { QP_ATTR(RETRY_CNT), a->retry_cnt > 7 },
-        { QP_ATTR(RNR_RETRY), a->rnr_retry > 7 },
-        { QP_ATTR(MIN_RNR_TIMER), a->min_rnr_timer > 31 },
-        { QP_ATTR(RQ_PSN), le32_to_cpu(a->rq_psn) > 0xffffff },
-        { QP_ATTR(SQ_PSN), le32_to_cpu(a->sq_psn) > 0xffffff },
-        { QP_ATTR(DEST_QPN), le32_to_cpu(a->dest_qp_num) > 0xffffff },
-        { QP_ATTR(MAX_QP_RD_ATOMIC), a->max_rd_atomic > QRDMA_MAX_RD_ATOMIC },
-        { QP_ATTR(MAX_DEST_RD_ATOMIC),
+        { QRDMA_QP_ATTR_PATH_MTU, a->path_mtu < 1 || a->path_mtu > 5 },
+        { QRDMA_QP_ATTR_TIMEOUT, a->timeout > 31 },
+        { QRDMA_QP_ATTR_RETRY_CNT, a->retry_cnt > 7 },
+        { QRDMA_QP_ATTR_RNR_RETRY, a->rnr_retry > 7 },
+        { QRDMA_QP_ATTR_MIN_RNR_TIMER, a->min_rnr_timer > 31 },
+        { QRDMA_QP_ATTR_RQ_PSN, le32_to_cpu(a->rq_psn) > 0xffffff },
+        { QRDMA_QP_ATTR_SQ_PSN, le32_to_cpu(a->sq_psn) > 0xffffff },
+        { QRDMA_QP_ATTR_DEST_QPN, le32_to_cpu(a->dest_qp_num) > 0xffffff },
+        { QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC,
+          a->max_rd_atomic > QRDMA_MAX_RD_ATOMIC },
+        { QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC,
           a->max_dest_rd_atomic > QRDMA_MAX_RD_ATOMIC },
         /* Without APM a path is only ever MIGRATED. */
-        { QP_ATTR(PATH_MIG_STATE), a->path_mig_state != 0 },
-        { QP_ATTR(EN_SQD_ASYNC_NOTIFY), a->en_sqd_async_notify > 1 },
+        { QRDMA_QP_ATTR_PATH_MIG_STATE, a->path_mig_state != 0 },
+        { QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY, a->en_sqd_async_notify > 1 },
     };
     size_t i;
 
@@ -519,12 +538,12 @@ static uint8_t qrdma_qp_check_values(QrdmaCore *core, const QrdmaQp *qp,
                         " out of range", qp->qpn, bad);
         return QRDMA_STATUS_BAD_PARAM;
     }
-    if (mask & QP_ATTR(ALT_PATH)) {
+    if (mask & QRDMA_QP_ATTR_ALT_PATH) {
         QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_alt_path, "qp 0x%" PRIx32 ": no "
                         "alternate paths (APM)", qp->qpn);
         return QRDMA_STATUS_NOT_SUPPORTED;
     }
-    if (mask & QP_ATTR(AV)) {
+    if (mask & QRDMA_QP_ATTR_AV) {
         return qrdma_check_av(core, &a->av);
     }
     return QRDMA_STATUS_OK;
@@ -535,55 +554,55 @@ static void qrdma_qp_apply(QrdmaQp *qp, const struct qrdma_qp_attr *a,
 {
     struct qrdma_qp_attr *s = &qp->attr;
 
-    if (mask & QP_ATTR(EN_SQD_ASYNC_NOTIFY)) {
+    if (mask & QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY) {
         s->en_sqd_async_notify = a->en_sqd_async_notify;
     }
-    if (mask & QP_ATTR(ACCESS_FLAGS)) {
+    if (mask & QRDMA_QP_ATTR_ACCESS_FLAGS) {
         s->qp_access_flags = a->qp_access_flags;
     }
-    if (mask & QP_ATTR(PKEY_INDEX)) {
+    if (mask & QRDMA_QP_ATTR_PKEY_INDEX) {
         s->pkey_index = a->pkey_index;
     }
-    if (mask & QP_ATTR(PORT)) {
+    if (mask & QRDMA_QP_ATTR_PORT) {
         s->port_num = a->port_num;
     }
-    if (mask & QP_ATTR(QKEY)) {
+    if (mask & QRDMA_QP_ATTR_QKEY) {
         s->qkey = a->qkey;
     }
-    if (mask & QP_ATTR(AV)) {
+    if (mask & QRDMA_QP_ATTR_AV) {
         s->av = a->av;
     }
-    if (mask & QP_ATTR(PATH_MTU)) {
+    if (mask & QRDMA_QP_ATTR_PATH_MTU) {
         s->path_mtu = a->path_mtu;
     }
-    if (mask & QP_ATTR(TIMEOUT)) {
+    if (mask & QRDMA_QP_ATTR_TIMEOUT) {
         s->timeout = a->timeout;
     }
-    if (mask & QP_ATTR(RETRY_CNT)) {
+    if (mask & QRDMA_QP_ATTR_RETRY_CNT) {
         s->retry_cnt = a->retry_cnt;
     }
-    if (mask & QP_ATTR(RNR_RETRY)) {
+    if (mask & QRDMA_QP_ATTR_RNR_RETRY) {
         s->rnr_retry = a->rnr_retry;
     }
-    if (mask & QP_ATTR(RQ_PSN)) {
+    if (mask & QRDMA_QP_ATTR_RQ_PSN) {
         s->rq_psn = a->rq_psn;
     }
-    if (mask & QP_ATTR(MAX_QP_RD_ATOMIC)) {
+    if (mask & QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC) {
         s->max_rd_atomic = a->max_rd_atomic;
     }
-    if (mask & QP_ATTR(MIN_RNR_TIMER)) {
+    if (mask & QRDMA_QP_ATTR_MIN_RNR_TIMER) {
         s->min_rnr_timer = a->min_rnr_timer;
     }
-    if (mask & QP_ATTR(SQ_PSN)) {
+    if (mask & QRDMA_QP_ATTR_SQ_PSN) {
         s->sq_psn = a->sq_psn;
     }
-    if (mask & QP_ATTR(MAX_DEST_RD_ATOMIC)) {
+    if (mask & QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC) {
         s->max_dest_rd_atomic = a->max_dest_rd_atomic;
     }
-    if (mask & QP_ATTR(PATH_MIG_STATE)) {
+    if (mask & QRDMA_QP_ATTR_PATH_MIG_STATE) {
         s->path_mig_state = a->path_mig_state;
     }
-    if (mask & QP_ATTR(DEST_QPN)) {
+    if (mask & QRDMA_QP_ATTR_DEST_QPN) {
         s->dest_qp_num = a->dest_qp_num;
     }
 }
@@ -602,13 +621,13 @@ static uint8_t qrdma_qp_check_transition(QrdmaCore *core, const QrdmaQp *qp,
                         ": unknown attributes 0x%" PRIx32, qp->qpn, mask);
         return QRDMA_STATUS_BAD_PARAM;
     }
-    if ((mask & QP_ATTR(CUR_STATE)) && a->cur_qp_state != cur) {
+    if ((mask & QRDMA_QP_ATTR_CUR_STATE) && a->cur_qp_state != cur) {
         QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_cur_state,
                         "qp 0x%" PRIx32 ": current " "state given as %u, is %u",
                         qp->qpn, a->cur_qp_state, cur);
         return QRDMA_STATUS_BAD_PARAM;
     }
-    *next = mask & QP_ATTR(STATE) ? a->qp_state : cur;
+    *next = mask & QRDMA_QP_ATTR_STATE ? a->qp_state : cur;
     if (*next >= QRDMA_NUM_QPS) {
         QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_bad_state,
                         "qp 0x%" PRIx32 ": no QP " "state %u", qp->qpn, *next);
@@ -632,7 +651,7 @@ static uint8_t qrdma_qp_check_transition(QrdmaCore *core, const QrdmaQp *qp,
                         req & ~mask);
         return QRDMA_STATUS_BAD_PARAM;
     }
-    allowed = req | t->opt[qp->type] | QP_ATTR(STATE);
+    allowed = req | t->opt[qp->type] | QRDMA_QP_ATTR_STATE;
     if (mask & ~allowed) {
         QRDMA_GUEST_ERR(core, qrdma_err_cmd_qp_attr_not_allowed,
                         "qp 0x%" PRIx32 ": %s "
