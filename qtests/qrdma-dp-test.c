@@ -19,7 +19,6 @@
 #include "qobject/qdict.h"
 #include "qrdma-qos.h"
 
-#define A(x) QRDMA_QP_ATTR_##x
 #define DATA_PAGES 16
 
 typedef struct Cq {
@@ -233,18 +232,28 @@ static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
     return qrdma_t_modify_qp(&e->t, 0, qp->qpn, &a);
 }
 
+/* A modify that moves the QP to @state and changes nothing else. */
+static uint8_t modify_state(Env *e, Qp *qp, uint8_t state)
+{
+    return modify(e, qp, QRDMA_QP_ATTR_STATE, state, 0, 0);
+}
+
 static void to_rtr(Env *e, Qp *qp, uint32_t dest)
 {
     uint32_t init = qp->type == QRDMA_QPT_UD ?
-        A(STATE) | A(PKEY_INDEX) | A(PORT) | A(QKEY) :
-        A(STATE) | A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS);
-    uint32_t rtr = A(STATE);
+        QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+        QRDMA_QP_ATTR_QKEY :
+        QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+        QRDMA_QP_ATTR_ACCESS_FLAGS;
+    uint32_t rtr = QRDMA_QP_ATTR_STATE;
 
     if (qp->type == QRDMA_QPT_RC) {
-        rtr |= A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
-               A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER);
+        rtr |= QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+               QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN |
+               QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC | QRDMA_QP_ATTR_MIN_RNR_TIMER;
     } else if (qp->type == QRDMA_QPT_UC) {
-        rtr |= A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN);
+        rtr |= QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+               QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN;
     }
     g_assert_cmpuint(modify(e, qp, init, QRDMA_QPS_INIT, 0, 0), ==, 0);
     g_assert_cmpuint(modify(e, qp, rtr, QRDMA_QPS_RTR, dest, 0), ==, 0);
@@ -252,10 +261,11 @@ static void to_rtr(Env *e, Qp *qp, uint32_t dest)
 
 static void to_rts(Env *e, Qp *qp, uint8_t rnr_retry)
 {
-    uint32_t rts = A(STATE) | A(SQ_PSN);
+    uint32_t rts = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_SQ_PSN;
 
     if (qp->type == QRDMA_QPT_RC) {
-        rts |= A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(MAX_QP_RD_ATOMIC);
+        rts |= QRDMA_QP_ATTR_TIMEOUT | QRDMA_QP_ATTR_RETRY_CNT |
+               QRDMA_QP_ATTR_RNR_RETRY | QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC;
     }
     g_assert_cmpuint(modify(e, qp, rts, QRDMA_QPS_RTS, 0, rnr_retry), ==, 0);
 }
@@ -1115,7 +1125,7 @@ static void test_s30_s35_flush(void *obj, void *data, QGuestAllocator *alloc)
         post_send(&e, &a, &w);
     }
     expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
     for (i = 0; i < 3; i++) {
         expect_cqe(&e, &e.cq, 0x200 + i, a.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
     }
@@ -1147,7 +1157,7 @@ static void test_s36_s37_reset(void *obj, void *data, QGuestAllocator *alloc)
     post_recv(&e, &a, 0x100, e.data, 64, e.lkey);
     w = wqe_sge(0x200, QRDMA_WR_SEND, e.data, 8, e.lkey);
     post_send(&e, &a, &w);
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RESET, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
     expect_no_cqe(&e, &e.cq);
 
     /* S37: ERR -> RESET -> INIT -> RTR -> RTS works again */
@@ -1156,8 +1166,8 @@ static void test_s36_s37_reset(void *obj, void *data, QGuestAllocator *alloc)
     to_rtr(&e, &b, a.qpn);
     to_rts(&e, &a, 0);
     to_rts(&e, &b, 0);
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RESET, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
     a.sq_pi = a.rq_pi = 0;
     to_rtr(&e, &a, b.qpn);
     to_rts(&e, &a, 0);
@@ -1190,7 +1200,7 @@ static void test_s11_s12_s16_destroy(void *obj, void *data,
         post_recv(&e, &b, 0xb0 + i, e.data, 64, e.lkey);
     }
     /* S16: ERR, drain: every WR has exactly one completion */
-    g_assert_cmpuint(modify(&e, &b, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
     expect_cqe(&e, &e.cq, 0xb0, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
     expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     for (i = 1; i < 4; i++) {
@@ -1290,12 +1300,12 @@ static void test_s33_s34_srq(void *obj, void *data, QGuestAllocator *alloc)
     expect_event(&e, 0, QRDMA_EV_SRQ_LIMIT_REACHED, srq);
 
     /* S33: b to ERR: nothing of the SRQ's is flushed; LAST_WQE_REACHED */
-    g_assert_cmpuint(modify(&e, &b, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
     expect_event(&e, 0, QRDMA_EV_QP_LAST_WQE_REACHED, b.qpn);
     expect_no_cqe(&e, &e.cq);
 
     /* S34: c, on the same SRQ, takes what is left */
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RESET, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
     a.sq_pi = a.rq_pi = 0;
     to_rtr(&e, &a, c.qpn);
     to_rts(&e, &a, 0);
@@ -1724,7 +1734,8 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
     /* SQ_DRAINED on RTS -> SQD with notification */
     {
         struct qrdma_qp_attr at = {
-            .attr_mask = cpu_to_le32(A(STATE) | A(EN_SQD_ASYNC_NOTIFY)),
+            .attr_mask = cpu_to_le32(QRDMA_QP_ATTR_STATE |
+                                     QRDMA_QP_ATTR_EN_SQD_ASYNC_NOTIFY),
             .qp_state = QRDMA_QPS_SQD,
             .en_sqd_async_notify = 1,
         };
@@ -2673,7 +2684,7 @@ static void test_fatal_stays_err(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &resp), ==, 0);
     g_assert_cmpuint(resp.attr.qp_state, ==, QRDMA_QPS_ERR);
     /* ERR goes to RESET only (S40). */
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_RTS, 0, 0), !=, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RTS), !=, 0);
     g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &resp), ==, 0);
     g_assert_cmpuint(resp.attr.qp_state, ==, QRDMA_QPS_ERR);
 }
@@ -2771,6 +2782,13 @@ static void test_write_overlap(void *obj, void *data, QGuestAllocator *alloc)
 static void test_rc_retry_late_rtr(void *obj, void *data,
                                    QGuestAllocator *alloc)
 {
+    const uint32_t init_mask = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX |
+                               QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_ACCESS_FLAGS;
+    const uint32_t rtr_mask = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_AV |
+                              QRDMA_QP_ATTR_PATH_MTU | QRDMA_QP_ATTR_DEST_QPN |
+                              QRDMA_QP_ATTR_RQ_PSN |
+                              QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                              QRDMA_QP_ATTR_MIN_RNR_TIMER;
     struct qrdma_sq_wqe w;
     Env e;
     Qp a, b;
@@ -2780,17 +2798,13 @@ static void test_rc_retry_late_rtr(void *obj, void *data,
     g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
     to_rtr(&e, &a, b.qpn);
     to_rts(&e, &a, 0);
-    g_assert_cmpuint(modify(&e, &b, A(STATE) | A(PKEY_INDEX) | A(PORT) |
-                            A(ACCESS_FLAGS), QRDMA_QPS_INIT, 0, 0), ==, 0);
+    g_assert_cmpuint(modify(&e, &b, init_mask, QRDMA_QPS_INIT, 0, 0), ==, 0);
     write_data(&e, 0, "late");
     w = wqe_sge(0xc1, QRDMA_WR_SEND, e.data, 5, e.lkey);
     post_send(&e, &a, &w);
     /* Nobody answers yet: no completion until the timer fires. */
     expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify(&e, &b, A(STATE) | A(AV) | A(PATH_MTU) |
-                            A(DEST_QPN) | A(RQ_PSN) | A(MAX_DEST_RD_ATOMIC) |
-                            A(MIN_RNR_TIMER), QRDMA_QPS_RTR, a.qpn, 0),
-                     ==, 0);
+    g_assert_cmpuint(modify(&e, &b, rtr_mask, QRDMA_QPS_RTR, a.qpn, 0), ==, 0);
     post_recv(&e, &b, 0xc2, e.data + 4096, 64, e.lkey);
     /* 4.096 us * 2^14 = 67 ms later the request goes again, and lands. */
     expect_cqe_stepping(&e, &e.cq, 0xc2, b.qpn, QRDMA_WC_SUCCESS,
@@ -2841,7 +2855,7 @@ static void test_rc_retry_budget(void *obj, void *data,
     post_send(&e, &a, &w);
     qtest_clock_step(e.t.qts, 2 * t);
     expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
     expect_cqe(&e, &e.cq, 0xc4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_WR_FLUSH_ERR);
 
     /* timeout 0: no timer, the request waits (an hour here). */
@@ -2853,7 +2867,7 @@ static void test_rc_retry_budget(void *obj, void *data,
     post_send(&e, &a, &w);
     qtest_clock_step(e.t.qts, 3600 * NANOSECONDS_PER_SECOND);
     expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify(&e, &a, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
     expect_cqe(&e, &e.cq, 0xc5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_WR_FLUSH_ERR);
 }
 
@@ -2970,7 +2984,7 @@ static void test_psn(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "out-of-seq") - seq, >=, 3);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "retry-exceeded"), >=, 1);
     /* b's receive WQE was never taken: the flush of a's ERR is a's own */
-    g_assert_cmpuint(modify(&e, &b, A(STATE), QRDMA_QPS_ERR, 0, 0), ==, 0);
+    g_assert_cmpuint(modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
     expect_cqe(&e, &e.cq, 0x83, b.qpn, QRDMA_WC_RECV, QRDMA_WC_WR_FLUSH_ERR);
 }
 
@@ -5128,7 +5142,7 @@ static void farewell_ack(Env *e0, Env *e1, int *sv, uint8_t how)
     expect_no_cqe(e0, &e0->cq);
 
     if (how == QRDMA_QPS_RESET || how == QRDMA_QPS_ERR) {
-        g_assert_cmpuint(modify(e1, &b, A(STATE), how, 0, 0), ==, 0);
+        g_assert_cmpuint(modify(e1, &b, QRDMA_QP_ATTR_STATE, how, 0, 0), ==, 0);
     } else {
         g_assert_cmpuint(qrdma_t_destroy(&e1->t, QRDMA_CMD_DESTROY_QP, 0,
                                          b.qpn), ==, 0);

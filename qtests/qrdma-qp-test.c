@@ -14,8 +14,6 @@
 #include "libqos/libqos-malloc.h"
 #include "qrdma-qos.h"
 
-#define A(x) QRDMA_QP_ATTR_##x
-
 typedef struct QpEnv {
     QrdmaT t;
     uint32_t pd;
@@ -106,30 +104,36 @@ static uint32_t required(uint8_t type, uint8_t from, uint8_t to)
     if (from == QRDMA_QPS_RESET && to == QRDMA_QPS_INIT) {
         switch (type) {
         case QRDMA_QPT_UD:
-            return A(PKEY_INDEX) | A(PORT) | A(QKEY);
+            return QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                   QRDMA_QP_ATTR_QKEY;
         case QRDMA_QPT_GSI:
-            return A(PKEY_INDEX) | A(QKEY);
+            return QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY;
         default:
-            return A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS);
+            return QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
+                   QRDMA_QP_ATTR_ACCESS_FLAGS;
         }
     }
     if (from == QRDMA_QPS_INIT && to == QRDMA_QPS_RTR) {
         switch (type) {
         case QRDMA_QPT_RC:
-            return A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
-                   A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER);
+            return QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+                   QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN |
+                   QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                   QRDMA_QP_ATTR_MIN_RNR_TIMER;
         case QRDMA_QPT_UC:
-            return A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN);
+            return QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+                   QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN;
         default:
             return 0;
         }
     }
     if (from == QRDMA_QPS_RTR && to == QRDMA_QPS_RTS) {
         if (type == QRDMA_QPT_RC) {
-            return A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(SQ_PSN) |
-                   A(MAX_QP_RD_ATOMIC);
+            return QRDMA_QP_ATTR_TIMEOUT | QRDMA_QP_ATTR_RETRY_CNT |
+                   QRDMA_QP_ATTR_RNR_RETRY | QRDMA_QP_ATTR_SQ_PSN |
+                   QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC;
         }
-        return A(SQ_PSN);
+        return QRDMA_QP_ATTR_SQ_PSN;
     }
     return 0;
 }
@@ -138,15 +142,15 @@ static uint32_t required(uint8_t type, uint8_t from, uint8_t to)
 static uint32_t foreign(uint8_t type, uint8_t from, uint8_t to)
 {
     if (to == QRDMA_QPS_RESET || to == QRDMA_QPS_ERR) {
-        return A(QKEY);
+        return QRDMA_QP_ATTR_QKEY;
     }
     if (from == QRDMA_QPS_RESET) {
-        return A(SQ_PSN);
+        return QRDMA_QP_ATTR_SQ_PSN;
     }
     if (to == QRDMA_QPS_RTR) {
-        return type == QRDMA_QPT_UD ? A(AV) : A(SQ_PSN);
+        return type == QRDMA_QPT_UD ? QRDMA_QP_ATTR_AV : QRDMA_QP_ATTR_SQ_PSN;
     }
-    return A(RQ_PSN);
+    return QRDMA_QP_ATTR_RQ_PSN;
 }
 
 static const bool valid_transition[7][7] = {
@@ -179,7 +183,8 @@ static void step(QpEnv *e, uint32_t qpn, uint8_t type, uint8_t from,
     g_assert_cmpuint(qp_state(e, qpn), ==, from);
     for (other = 0; other < 7; other++) {
         if (!valid_transition[from][other]) {
-            g_assert_cmpuint(modify(e, qpn, A(STATE) | required(type, from,
+            g_assert_cmpuint(modify(e, qpn, QRDMA_QP_ATTR_STATE |
+                                            required(type, from,
                                                                  other),
                                     other), ==, QRDMA_STATUS_BAD_STATE);
             g_assert_cmpuint(qp_state(e, qpn), ==, from);
@@ -187,16 +192,18 @@ static void step(QpEnv *e, uint32_t qpn, uint8_t type, uint8_t from,
     }
     for (bit = 0; bit < 32; bit++) {
         if (req & (1u << bit)) {
-            g_assert_cmpuint(modify(e, qpn, (A(STATE) | req) & ~(1u << bit),
+            g_assert_cmpuint(modify(e, qpn, (QRDMA_QP_ATTR_STATE |
+                                             req) & ~(1u << bit),
                                     to), ==, QRDMA_STATUS_BAD_PARAM);
             g_assert_cmpuint(qp_state(e, qpn), ==, from);
         }
     }
-    g_assert_cmpuint(modify(e, qpn, A(STATE) | req | foreign(type, from, to),
+    g_assert_cmpuint(modify(e, qpn, QRDMA_QP_ATTR_STATE | req |
+                                    foreign(type, from, to),
                             to), ==, QRDMA_STATUS_BAD_PARAM);
     g_assert_cmpuint(qp_state(e, qpn), ==, from);
 
-    g_assert_cmpuint(modify(e, qpn, A(STATE) | req, to), ==,
+    g_assert_cmpuint(modify(e, qpn, QRDMA_QP_ATTR_STATE | req, to), ==,
                      QRDMA_STATUS_OK);
     g_assert_cmpuint(qp_state(e, qpn), ==, to);
 }
@@ -251,8 +258,9 @@ static void test_s40_state_table_ud(void *obj, void *data,
 static void test_s40_bad_values(void *obj, void *data,
                                 QGuestAllocator *alloc)
 {
-    uint32_t init = A(STATE) | A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS);
-    uint32_t rtr = A(STATE) | required(QRDMA_QPT_RC, QRDMA_QPS_INIT,
+    uint32_t init = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX |
+                    QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_ACCESS_FLAGS;
+    uint32_t rtr = QRDMA_QP_ATTR_STATE | required(QRDMA_QPT_RC, QRDMA_QPS_INIT,
                                        QRDMA_QPS_RTR);
     struct qrdma_query_qp_resp r;
     struct qrdma_qp_attr a;
@@ -281,7 +289,7 @@ static void test_s40_bad_values(void *obj, void *data,
     a = attrs(init, 7);
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_BAD_PARAM);
-    a = attrs(init | A(CUR_STATE), QRDMA_QPS_INIT);
+    a = attrs(init | QRDMA_QP_ATTR_CUR_STATE, QRDMA_QPS_INIT);
     a.cur_qp_state = QRDMA_QPS_RTS;
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_BAD_PARAM);
@@ -309,7 +317,7 @@ static void test_s40_bad_values(void *obj, void *data,
     a.av.sgid_index = 5;
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_BAD_PARAM);
-    a = attrs(rtr | A(ALT_PATH), QRDMA_QPS_RTR);
+    a = attrs(rtr | QRDMA_QP_ATTR_ALT_PATH, QRDMA_QPS_RTR);
     g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, qpn, &a), ==,
                      QRDMA_STATUS_NOT_SUPPORTED);
 
@@ -513,12 +521,13 @@ static void drive_to(QpEnv *e, uint32_t qpn, uint8_t type, uint8_t target)
 
     if (target == QRDMA_QPS_ERR) {
         drive_to(e, qpn, type, QRDMA_QPS_RTS);
-        g_assert_cmpuint(modify(e, qpn, A(STATE), QRDMA_QPS_ERR), ==,
+        g_assert_cmpuint(modify(e, qpn, QRDMA_QP_ATTR_STATE, QRDMA_QPS_ERR), ==,
                          QRDMA_STATUS_OK);
         return;
     }
     for (i = 0; path[i] != target; i++) {
-        g_assert_cmpuint(modify(e, qpn, A(STATE) | required(type, path[i],
+        g_assert_cmpuint(modify(e, qpn, QRDMA_QP_ATTR_STATE |
+                                        required(type, path[i],
                                                              path[i + 1]),
                                 path[i + 1]), ==, QRDMA_STATUS_OK);
     }
@@ -600,7 +609,7 @@ static void test_s13_mcast_busy(void *obj, void *data,
                      QRDMA_STATUS_BUSY);
     /* nothing changed: the QP and both attachments are there */
     g_assert_cmpuint(qp_state(&e, ud), ==, QRDMA_QPS_RTS);
-    g_assert_cmpuint(modify(&e, ud, A(QKEY), QRDMA_QPS_RTS), ==,
+    g_assert_cmpuint(modify(&e, ud, QRDMA_QP_ATTR_QKEY, QRDMA_QPS_RTS), ==,
                      QRDMA_STATUS_OK);
     g_assert_cmpuint(mcast(&e, QRDMA_CMD_DETACH_MCAST, ud, 1), ==,
                      QRDMA_STATUS_OK);

@@ -68,8 +68,6 @@
 #define WF_NQP          8
 #define WF_CMDQ_LOG2    4
 
-#define A(x) QRDMA_QP_ATTR_##x
-
 static const uint8_t wf_dev_mac[6] = { 0x52, 0x54, 0, 0, 2, 0x0f };
 static const uint8_t wf_peer_mac[6] = { 0x52, 0x54, 0, 0, 2, 0x10 };
 static const uint8_t wf_other_mac[6] = { 0x52, 0x54, 0, 0, 2, 0x63 };
@@ -375,20 +373,25 @@ static uint8_t wf_modify(WfQp *qp, uint32_t mask, uint8_t state)
 static void wf_to_rts(WfQp *qp)
 {
     bool ud = qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI;
-    uint32_t init = ud ? A(STATE) | A(PKEY_INDEX) | A(PORT) | A(QKEY) :
-                    A(STATE) | A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS);
-    uint32_t rtr = A(STATE), rts = A(STATE) | A(SQ_PSN);
+    uint32_t init = ud ? QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX |
+                         QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_QKEY :
+                    QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX |
+                    QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_ACCESS_FLAGS;
+    uint32_t rtr = QRDMA_QP_ATTR_STATE;
+    uint32_t rts = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_SQ_PSN;
 
     if (qp->type == QRDMA_QPT_GSI) {
-        init &= ~A(PORT);
+        init &= ~QRDMA_QP_ATTR_PORT;
     }
     if (qp->type == QRDMA_QPT_RC) {
-        rtr |= A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
-               A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER);
-        rts |= A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
-               A(MAX_QP_RD_ATOMIC);
+        rtr |= QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+               QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN |
+               QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC | QRDMA_QP_ATTR_MIN_RNR_TIMER;
+        rts |= QRDMA_QP_ATTR_TIMEOUT | QRDMA_QP_ATTR_RETRY_CNT |
+               QRDMA_QP_ATTR_RNR_RETRY | QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC;
     } else if (qp->type == QRDMA_QPT_UC) {
-        rtr |= A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN);
+        rtr |= QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
+               QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN;
     }
     if (wf_modify(qp, init, QRDMA_QPS_INIT) ||
         wf_modify(qp, rtr, QRDMA_QPS_RTR) ||
@@ -909,11 +912,11 @@ static void wf_record(QTestState *s, const uint8_t *d, size_t n)
             wf_poll_cq(&wf.cq[d[2] & 1], d[1] & 0x80);
             break;
         case 3:
-            wf_modify(qp, A(STATE), d[1] & 0x80 ? QRDMA_QPS_ERR :
+            wf_modify(qp, QRDMA_QP_ATTR_STATE, d[1] & 0x80 ? QRDMA_QPS_ERR :
                                                   QRDMA_QPS_SQD);
             break;
         case 4:
-            wf_modify(qp, A(STATE), QRDMA_QPS_RTS);
+            wf_modify(qp, QRDMA_QP_ATTR_STATE, QRDMA_QPS_RTS);
             break;
         }
         break;
