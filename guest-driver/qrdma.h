@@ -81,6 +81,9 @@ struct qrdma_dev {
 	struct qrdma_eth *eth;		/* the RoCE port's Ethernet function */
 	struct net_device *netdev;
 	struct delayed_work link_work;
+	/* The port follows the netdev's state through these. */
+	struct notifier_block netdev_nb;
+	struct netdev_net_notifier netdev_nn;
 
 	/*
 	 * Events go to ib_core only while the ib_device is registered:
@@ -355,13 +358,12 @@ static inline u32 qrdma_udata_uctx(struct ib_udata *udata)
 u16 qrdma_comp_vector_to_eq(struct qrdma_dev *dev, int comp_vector);
 void qrdma_sync_eq(struct qrdma_dev *dev, u16 eq);
 void qrdma_drain_async_eq(struct qrdma_dev *dev);
-void qrdma_port_update(struct qrdma_dev *dev);
 
 /* qrdma_eth.c */
 int qrdma_eth_init(struct qrdma_dev *dev);
 void qrdma_eth_fini(struct qrdma_dev *dev);
 void qrdma_eth_interrupt(struct qrdma_dev *dev);
-bool qrdma_eth_link_up(struct qrdma_dev *dev);
+void qrdma_eth_link_sync(struct qrdma_dev *dev);
 
 /* qrdma_verbs.c */
 int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *props,

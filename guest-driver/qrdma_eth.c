@@ -39,6 +39,8 @@ struct qrdma_eth {
 	struct device *dmadev;
 	void __iomem *regs;
 	struct napi_struct napi;
+	/* Makes each read of the link and the carrier it sets one step. */
+	spinlock_t link_lock;
 
 	struct qrdma_eth_desc *tx_ring;
 	dma_addr_t tx_dma;
@@ -71,9 +73,23 @@ static void qrdma_eth_stats_add(struct qrdma_eth_ring_stats *s, u64 packets,
 	u64_stats_update_end(&s->syncp);
 }
 
-bool qrdma_eth_link_up(struct qrdma_dev *dev)
+/*
+ * The carrier follows the device's link.  The link poll, the device's
+ * port events and the netdev's open all set it: without the lock, one
+ * that read the link before a change could set the carrier after one
+ * that read it since.  Netdevice notifiers hear of a change through
+ * linkwatch, the port among them.
+ */
+void qrdma_eth_link_sync(struct qrdma_dev *dev)
 {
-	return readl(dev->regs + QRDMA_REG_ETH_LINK) & QRDMA_ETH_LINK_UP;
+	struct qrdma_eth *eth = dev->eth;
+
+	spin_lock(&eth->link_lock);
+	if (readl(dev->regs + QRDMA_REG_ETH_LINK) & QRDMA_ETH_LINK_UP)
+		netif_carrier_on(eth->netdev);
+	else
+		netif_carrier_off(eth->netdev);
+	spin_unlock(&eth->link_lock);
 }
 
 void qrdma_eth_interrupt(struct qrdma_dev *dev)
@@ -402,12 +418,8 @@ static int qrdma_eth_open(struct net_device *netdev)
 	netdev_reset_queue(netdev);
 	napi_enable(&eth->napi);
 	writel(eth->rx_pi, regs + QRDMA_REG_ETH_RX_PI);
-	if (qrdma_eth_link_up(eth->dev))
-		netif_carrier_on(netdev);
-	else
-		netif_carrier_off(netdev);
+	qrdma_eth_link_sync(eth->dev);
 	netif_start_queue(netdev);
-	qrdma_port_update(eth->dev);
 	return 0;
 
 err_free_rings:
@@ -428,7 +440,6 @@ static int qrdma_eth_stop(struct net_device *netdev)
 	readl(eth->regs + QRDMA_REG_ETH_CTRL);
 	napi_disable(&eth->napi);
 	qrdma_eth_free_rings(eth);
-	qrdma_port_update(eth->dev);
 	return 0;
 }
 
@@ -521,6 +532,7 @@ int qrdma_eth_init(struct qrdma_dev *dev)
 	eth->netdev = netdev;
 	eth->dmadev = &dev->pdev->dev;
 	eth->regs = dev->regs;
+	spin_lock_init(&eth->link_lock);
 	u64_stats_init(&eth->tx_stats.syncp);
 	u64_stats_init(&eth->rx_stats.syncp);
 

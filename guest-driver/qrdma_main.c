@@ -247,7 +247,11 @@ static void qrdma_handle_event(struct qrdma_eq *eq, const struct qrdma_eqe *eqe,
 		break;
 	case QRDMA_EV_PORT_ACTIVE:
 	case QRDMA_EV_PORT_ERR:
-		qrdma_port_update(dev);
+		/*
+		 * The link changed: the carrier follows now rather than at
+		 * the next poll, and the port follows the carrier.
+		 */
+		qrdma_eth_link_sync(dev);
 		break;
 	case QRDMA_EV_DEVICE_FATAL:
 		qrdma_device_fatal(dev);
@@ -510,17 +514,17 @@ static void qrdma_port_event(struct qrdma_dev *dev)
 
 /*
  * The port is ACTIVE while its netdev is up with carrier, as on other
- * RoCE NICs; tell ib_core when that changes.
+ * RoCE NICs; tell ib_core when that changes.  The netdev is read under
+ * the lock: of two updates, the later one reads the later state.
  */
-void qrdma_port_update(struct qrdma_dev *dev)
+static void qrdma_port_update(struct qrdma_dev *dev)
 {
-	enum ib_port_state state = IB_PORT_DOWN;
 	struct net_device *netdev = dev->netdev;
-
-	if (netdev && netif_running(netdev) && netif_carrier_ok(netdev))
-		state = IB_PORT_ACTIVE;
+	enum ib_port_state state;
 
 	mutex_lock(&dev->event_lock);
+	state = netif_running(netdev) && netif_carrier_ok(netdev) ?
+		IB_PORT_ACTIVE : IB_PORT_DOWN;
 	if (dev->port_state != state) {
 		dev->port_state = state;
 		/*
@@ -534,6 +538,60 @@ void qrdma_port_update(struct qrdma_dev *dev)
 			dev->port_event_pending = true;
 	}
 	mutex_unlock(&dev->event_lock);
+}
+
+/*
+ * Runs under RTNL, and takes event_lock: nothing may take RTNL with
+ * event_lock held.  ib_dispatch_event() only queues the event.
+ *
+ * Whatever the event, the port is computed again from the netdev, so
+ * that a NETDEV_DOWN replayed as the notifier is unregistered, or the
+ * NETDEV_UNREGISTER of a move to another namespace (the netdev is
+ * closed first), cannot leave a state the netdev is not in.
+ * NETDEV_CHANGEMTU needs nothing: qrdma_query_port() reads the MTU at
+ * every call, and ib_core keeps none of it.
+ */
+static int qrdma_netdev_event(struct notifier_block *nb, unsigned long event,
+			      void *ptr)
+{
+	struct qrdma_dev *dev = container_of(nb, struct qrdma_dev, netdev_nb);
+
+	/* The namespace's other netdevs are not the port's. */
+	if (netdev_notifier_info_to_dev(ptr) != dev->netdev)
+		return NOTIFY_DONE;
+
+	switch (event) {
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:	/* the carrier, through linkwatch */
+		qrdma_port_update(dev);
+		break;
+	default:
+		break;
+	}
+	return NOTIFY_DONE;
+}
+
+/*
+ * The notifier of the netdev's namespace, which follows the netdev when
+ * it moves to another: a global notifier would run for every netdev of
+ * every namespace, one of a fixed namespace would lose the netdev when
+ * it moves.  Registering replays NETDEV_UP for a netdev already up, so
+ * that one opened before this is seen too.
+ */
+static int qrdma_netdev_notifier_register(struct qrdma_dev *dev)
+{
+	dev->netdev_nb.notifier_call = qrdma_netdev_event;
+	return register_netdevice_notifier_dev_net(dev->netdev,
+						   &dev->netdev_nb,
+						   &dev->netdev_nn);
+}
+
+/* Takes RTNL: call it with no lock of the driver held. */
+static void qrdma_netdev_notifier_unregister(struct qrdma_dev *dev)
+{
+	unregister_netdevice_notifier_dev_net(dev->netdev, &dev->netdev_nb,
+					      &dev->netdev_nn);
 }
 
 /* Events reach ib_core from now on, starting with what it missed. */
@@ -556,11 +614,8 @@ static void qrdma_link_work(struct work_struct *work)
 	if (readl(dev->regs + QRDMA_REG_DEV_STATUS) & QRDMA_DEV_STATUS_FATAL)
 		qrdma_device_fatal(dev);
 
-	if (qrdma_eth_link_up(dev))
-		netif_carrier_on(dev->netdev);
-	else
-		netif_carrier_off(dev->netdev);
-	qrdma_port_update(dev);
+	/* The port follows the carrier through the netdev notifier. */
+	qrdma_eth_link_sync(dev);
 
 	schedule_delayed_work(&dev->link_work,
 			      msecs_to_jiffies(QRDMA_LINK_POLL_MS));
@@ -890,10 +945,21 @@ static int qrdma_ib_device_add(struct qrdma_dev *dev)
 	if (err)
 		goto err_destroy_wqs;
 
+	/*
+	 * Before the ib_device: the port's state is known, and its changes
+	 * kept for ib_core (port_event_pending), while it registers.
+	 */
+	err = qrdma_netdev_notifier_register(dev);
+	if (err) {
+		dev_err(dmadev, "cannot register the netdev notifier: %d\n",
+			err);
+		goto err_fini_eth;
+	}
+
 	if (dev->data_path) {
 		err = qrdma_eqs_init(dev);
 		if (err)
-			goto err_fini_eth;
+			goto err_unregister_notifier;
 	}
 
 	err = qrdma_ib_register(dev);
@@ -911,8 +977,10 @@ static int qrdma_ib_device_add(struct qrdma_dev *dev)
 
 err_fini_eqs:
 	qrdma_eqs_fini(dev);
+err_unregister_notifier:
+	qrdma_netdev_notifier_unregister(dev);
 err_fini_eth:
-	/* May stop an open netdev: no event, the ib_device is not live. */
+	/* May stop an open netdev: the port hears of it no more. */
 	qrdma_eth_fini(dev);
 err_destroy_wqs:
 	if (dev->ah_post_wq)
@@ -925,12 +993,16 @@ err_destroy_wqs:
 
 static void qrdma_ib_device_remove(struct qrdma_dev *dev)
 {
+	/*
+	 * The notifier hangs on the netdev, which goes below; what the
+	 * netdev does from now on is no news to a port going away.
+	 */
+	qrdma_netdev_notifier_unregister(dev);
 	cancel_delayed_work_sync(&dev->link_work);
 	/*
-	 * From now on no event reaches ib_core: the netdev's stop below
-	 * would report PORT_ERR, and the async work DEVICE_FATAL, for an
-	 * ib_device that is gone.  Those reported before, unregistering
-	 * flushes.
+	 * From now on no event reaches ib_core: the async work would
+	 * report DEVICE_FATAL for an ib_device that is gone.  Those
+	 * reported before, unregistering flushes.
 	 */
 	mutex_lock(&dev->event_lock);
 	dev->ib_live = false;
