@@ -1775,6 +1775,17 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
                     "{ 'name': 'qrdma0', 'up': true } }");
     qobject_unref(rsp);
     expect_event(&e, 0, QRDMA_EV_PORT_ACTIVE, 1);
+    /*
+     * A set_link that leaves the link as it was raises nothing: the next
+     * event is the PORT_ERR of the next change, not a second PORT_ACTIVE.
+     */
+    rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
+                    "{ 'name': 'qrdma0', 'up': true } }");
+    qobject_unref(rsp);
+    rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
+                    "{ 'name': 'qrdma0', 'up': false } }");
+    qobject_unref(rsp);
+    expect_event(&e, 0, QRDMA_EV_PORT_ERR, 1);
 }
 
 

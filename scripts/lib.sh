@@ -119,6 +119,16 @@ qrdma_die() {
     exit 1
 }
 
+# meson_configure BUILD: the checkout's meson build directory set up, or
+# brought up to date with meson.build (test-all, test-matrix's cells).
+meson_configure() {
+    if [ -f "$1/build.ninja" ]; then
+        meson setup --reconfigure "$1" "$QRDMA_ROOT" >/dev/null
+    else
+        meson setup "$1" "$QRDMA_ROOT" >/dev/null
+    fi
+}
+
 # qrdma_tap_failures TAP-FILE: copy each failed test point of a TAP stream
 # (not a TODO one) and the diagnostics under it to stderr.  meson test keeps
 # a TAP test's stdout in its log file but shows only stderr when the test

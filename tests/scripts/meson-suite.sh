@@ -20,11 +20,7 @@ prepare() {
     TAP_DETAILS=$LOGS/meson-suite-$SUITE-prepare.log
     {
         "$QRDMA_ROOT/scripts/setup-host" &&
-        if [ -f "$BUILD/build.ninja" ]; then
-            meson setup --reconfigure "$BUILD" "$QRDMA_ROOT"
-        else
-            meson setup "$BUILD" "$QRDMA_ROOT"
-        fi &&
+        meson_configure "$BUILD" &&
         meson compile -C "$BUILD"
     } >"$TAP_DETAILS" 2>&1
 }
