@@ -16,7 +16,7 @@ LOGDIR=${QRDMA_OUT:-/tmp}/driver-load
 TESTS=(
     load_modules registered irq_names $(qrdma_iommu_test) netdev_up port_active device_attrs
     roce_v2_gid kernel_objects restrack uverbs_abi
-    hw_counters nvme_rdma qrdma_unload reload dmesg_clean
+    hw_counters nvme_rdma port_follows_netdev qrdma_unload reload dmesg_clean
 )
 
 # Tests run in an `if` (run_test), where bash ignores errexit, so each
@@ -35,6 +35,7 @@ describe() {
         uverbs_abi) echo "user verbs ABI: context, doorbell mmap, bad input gets errno, S2/S3/S20/S40" ;;
         hw_counters) echo "hardware counters via rdma statistic and sysfs" ;;
         nvme_rdma) echo "NVMe over RDMA to itself: its MRs in restrack, 8 MiB and an ext4 file written, read back" ;;
+        port_follows_netdev) echo "the port goes DOWN and ACTIVE with its netdev, and user verbs hear IBV_EVENT_PORT_ERR and IBV_EVENT_PORT_ACTIVE" ;;
         reload) echo "qrdma loads, registers and unloads again" ;;
     esac
 }
@@ -242,6 +243,31 @@ t_nvme_rdma() {
     echo "guest_errors $(cat "$QRDMA_SYS/ports/1/hw_counters/guest_errors")"
     [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/guest_errors")" = 0 ] &&
         [ "$(cat "$QRDMA_SYS/ports/1/hw_counters/completion_events")" -gt 0 ]
+}
+
+# The driver hears of its netdev through a netdevice notifier: the port's
+# state and the async events user verbs get must follow ip link.
+t_port_follows_netdev() {
+    local watch=$LOGDIR/asyncwatch.out pid rc=0
+    stdbuf -oL ibv_asyncwatch -d "$QRDMA_DEV" >"$watch" 2>&1 &
+    pid=$!
+    wait_for 10 grep -q 'async event FD' "$watch" || {
+        cat "$watch"; kill "$pid"; return 1; }
+    ip link set "$QRDMA_NETDEV" down &&
+        wait_for 10 sh -c "rdma link show $QRDMA_DEV/1 | grep -q 'state DOWN'" || {
+        echo "the port did not go DOWN with its netdev"; rc=1; }
+    wait_for 10 grep -q IBV_EVENT_PORT_ERR "$watch" || {
+        echo "no IBV_EVENT_PORT_ERR"; rc=1; }
+    ip link set "$QRDMA_NETDEV" up &&
+        wait_for 10 sh -c "rdma link show $QRDMA_DEV/1 | grep -q 'state ACTIVE'" || {
+        echo "the port did not come back ACTIVE"; rc=1; }
+    wait_for 10 grep -q IBV_EVENT_PORT_ACTIVE "$watch" || {
+        echo "no IBV_EVENT_PORT_ACTIVE"; rc=1; }
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    rdma link show "$QRDMA_DEV/1"
+    cat "$watch"
+    return "$rc"
 }
 
 t_reload() {
