@@ -17,6 +17,7 @@ check() {
         echo "not ok $TAP_N $what"
         TAP_FAILED=$((TAP_FAILED + 1))
         [ -z "${TAP_DETAILS:-}" ] || tail -n 20 "$TAP_DETAILS" | sed 's/^/# /'
+        return 1
     fi
 }
 

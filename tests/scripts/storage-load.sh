@@ -24,11 +24,13 @@ stop_hogs() {
     [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null
     wait 2>/dev/null
 }
+start_hogs() {
+    for _ in $(seq "$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))"); do
+        (while :; do :; done) &
+        hogs+=($!)
+    done
+}
 trap stop_hogs EXIT
-for _ in $(seq "$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))"); do
-    (while :; do :; done) &
-    hogs+=($!)
-done
 
 run_once() {
     local name=storage-load-$1
@@ -38,7 +40,20 @@ run_once() {
         -device qrdma,bus=rp0 >"$QRDMA_ROOT/build/vm-out/$name.tap" 2>&1
 }
 
-mkdir -p "$QRDMA_ROOT/build/vm-out" "$QRDMA_ROOT/build/vm-logs"
+# The host's packages, QEMU and the guest with qrdma, all incremental: a
+# fresh clone runs the cell as one that built them does.
+prepare() {
+    TAP_DETAILS=$QRDMA_ROOT/build/logs/storage-load-prepare.log
+    {
+        "$QRDMA_ROOT/scripts/setup-host" &&
+            "$QRDMA_ROOT/scripts/build-qemu" plain &&
+            "$QRDMA_ROOT/scripts/install-guest"
+    } >"$TAP_DETAILS" 2>&1
+}
+
+mkdir -p "$QRDMA_ROOT/build/vm-out" "$QRDMA_ROOT/build/vm-logs" "$QRDMA_ROOT/build/logs"
+check "set-up: QEMU and the guest with qrdma" prepare || { tap_end; exit; }
+start_hogs
 for i in $(seq "$RUNS"); do
     check "clients-storage run $i of $RUNS with the host loaded" run_once "$i"
     grep '^not ok' "$QRDMA_ROOT/build/vm-out/storage-load-$i.tap" | sed 's/^/# /'
