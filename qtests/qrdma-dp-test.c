@@ -835,14 +835,15 @@ static void ud_vlan(Env *e)
             g_assert_true(cqe.flags & QRDMA_CQE_F_VLAN);
             g_assert_cmpuint(le16_to_cpu(cqe.vlan_id), ==, vlans[i]);
         }
+        /* Each send completes as it leaves, before c takes the second. */
         expect_cqe(e, &e->cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
+                   QRDMA_WC_SUCCESS);
+        expect_cqe(e, &e->cq, 0xd0 + i, a.qpn, QRDMA_WC_SEND,
                    QRDMA_WC_SUCCESS);
         g_assert_true(poll_cq(e, &e->cq, &cqe));
         g_assert_cmphex(cqe.wr_id, ==, 0xc0 + i);
         g_assert_false(cqe.flags & QRDMA_CQE_F_VLAN);
         g_assert_cmpuint(le16_to_cpu(cqe.pkey_index), ==, 0);
-        expect_cqe(e, &e->cq, 0xd0 + i, a.qpn, QRDMA_WC_SEND,
-                   QRDMA_WC_SUCCESS);
         expect_data(e, 4096 + 40, "tagged");
         expect_data(e, 8192 + 40, "tagged");
     }
@@ -881,13 +882,17 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     w.ud.remote_qpn = cpu_to_le32(b.qpn);
     w.ud.remote_qkey = cpu_to_le32(0x1234);
     post_send(&e, &a, &w);
+    /*
+     * A datagram's send completes as it leaves, before the receiver takes
+     * it from the loopback's queue.
+     */
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     g_assert_true(poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0xb1);
     g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
     g_assert_cmphex(le32_to_cpu(cqe.src_qp), ==, a.qpn);
     g_assert_true(cqe.flags & QRDMA_CQE_F_GRH);
     g_assert_cmpuint(cqe.network_hdr_type, ==, 1);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     /*
      * The GRH: an IPv4 header in its last 20 bytes (the AH's TTL and
      * traffic class, UDP, the length of UDP, BTH, DETH, payload and ICRC,
@@ -925,11 +930,11 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     w.wr_id = 0xa4;
     w.sge[0].length = cpu_to_le32(9);
     post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xa4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     g_assert_true(poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0xb2);
     g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
-    expect_cqe(&e, &e.cq, 0xa4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     expect_data(&e, 4096 + 40, "datagram");
 
     ud_vlan(&e);
@@ -1038,8 +1043,9 @@ static void test_hostile_wqe(void *obj, void *data, QGuestAllocator *alloc)
     /* the receive queue of the SQE QP still works */
     w = wqe_sge(5, QRDMA_WR_SEND, e.data, 8, e.lkey);
     post_send(&e, &d, &w);
-    expect_cqe(&e, &e.cq, 0xc1, c.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    /* UC completes a send as it leaves, before the receiver takes it. */
     expect_cqe(&e, &e.cq, 5, d.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xc1, c.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
 
     /* doorbells beyond the ring, or for a QP that is gone */
     errors = qrdma_t_qom_get(&e.t, "guest-errors");
@@ -1097,8 +1103,9 @@ static void test_hostile_more(void *obj, void *data, QGuestAllocator *alloc)
     w.ud.remote_qpn = cpu_to_le32(u.qpn);
     w.ud.remote_qkey = cpu_to_le32(0x1234);
     post_send(&e, &u, &w);
-    expect_cqe(&e, &e.cq, 0xe0, u.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_PROT_ERR);
+    /* The send completes as it leaves; the receive side fails after. */
     expect_cqe(&e, &e.cq, 3, u.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    expect_cqe(&e, &e.cq, 0xe0, u.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_PROT_ERR);
     w.wr_id = 4;
     post_send(&e, &u, &w);
     expect_cqe(&e, &e.cq, 4, u.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
@@ -1608,18 +1615,19 @@ static void test_ud_too_long_srq(void *obj, void *data,
     w.ud.remote_qpn = cpu_to_le32(b.qpn);
     w.ud.remote_qkey = cpu_to_le32(0x1234);
     post_send(&e, &a, &w);
+    /* Sent before it is taken: the send's completion comes first. */
+    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     g_assert_true(poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0x100);
     g_assert_cmpuint(cqe.status, ==, QRDMA_WC_LOC_LEN_ERR);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     w.wr_id = 0xa2;
     w.sge[0].length = cpu_to_le32(9);
     post_send(&e, &a, &w);
+    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     g_assert_true(poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0x101);
     g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
-    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     expect_data(&e, 4096 * 2 + 40, "datagram");
     expect_no_cqe(&e, &e.cq);
 }
@@ -3002,10 +3010,9 @@ static void test_psn(void *obj, void *data, QGuestAllocator *alloc)
 /*
  * ACKs are cumulative: unsignaled SENDs posted with one doorbell ask for
  * none of their own.  A memory work request after them waits for their
- * completion, which it asks for by sending them again: the first goes
- * again, asking for an ACK, and the responder's answer to that duplicate
- * (it places nothing twice) acknowledges all three, so the others need
- * not go again.
+ * completion, which it asks for by sending the last of them again, asking
+ * for an ACK: the responder's answer to that duplicate (it places nothing
+ * twice) acknowledges all three, so the others need not go again.
  */
 static void test_ack_coalescing(void *obj, void *data,
                                 QGuestAllocator *alloc)
