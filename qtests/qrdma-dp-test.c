@@ -17,463 +17,26 @@
 #include "libqtest.h"
 #include "libqos/libqos-malloc.h"
 #include "qobject/qdict.h"
-#include "qrdma-qos.h"
-
-#define DATA_PAGES 16
-
-typedef struct Cq {
-    uint32_t cqn;
-    uint64_t ring;                      /* one page: 128 CQEs */
-    uint32_t log2;
-    uint32_t ci;
-    uint64_t ci_addr;
-} Cq;
-
-typedef struct Qp {
-    uint32_t qpn;
-    uint8_t type;
-    uint64_t sq;                        /* one page: 16 WQEs */
-    uint64_t rq;                        /* one page: 32 WQEs */
-    uint32_t sq_pi;
-    uint32_t rq_pi;
-} Qp;
-
-typedef struct Env {
-    QrdmaT t;
-    QPCIBar db;
-    uint32_t pd;
-    uint64_t data;                      /* DATA_PAGES of guest memory */
-    uint32_t lkey;                      /* all access rights on data */
-    uint32_t rkey;                      /* the same MR's rkey */
-    Cq cq;
-    uint64_t eq0;
-    uint32_t eq0_ci;
-    uint64_t eq1;
-    uint32_t eq1_ci;
-    uint8_t peer_ip;                    /* last byte of the peer's GID */
-    uint8_t peer_mac[6];                /* and its MAC, for the wire */
-    uint32_t qp_access;                 /* qp_access_flags of modify() */
-    uint8_t timeout;                    /* local ACK timeout of modify() */
-    uint8_t retry_cnt;                  /* and its retry count */
-    uint8_t path_mtu;                   /* IB enum, of modify() */
-    uint8_t max_rd_atomic;              /* and the READs/atomics in flight */
-    uint8_t max_dest_rd_atomic;         /* and the responder resources */
-    uint32_t sq_psn;                    /* and the PSNs */
-    uint32_t rq_psn;
-} Env;
-
-static uint64_t page_list1(Env *e, uint64_t page)
-{
-    return qrdma_t_page_list(&e->t, &page, 1);
-}
-
-static void eq_enable(Env *e, unsigned n, uint64_t base)
-{
-    qrdma_t_writeq(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_BASE, base);
-    qrdma_t_writel(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_LOG2, 8);
-    qrdma_t_writel(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_CTRL,
-                   QRDMA_EQ_CTRL_ENABLE);
-    g_assert_cmpuint(qrdma_t_readl(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_CTRL),
-                     ==, QRDMA_EQ_CTRL_ENABLE);
-}
-
-static uint8_t create_cq_flags(Env *e, Cq *cq, uint32_t log2, uint32_t eq,
-                               uint32_t flags)
-{
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_CQ };
-    struct qrdma_cmpl cmpl;
-    uint8_t st;
-
-    memset(cq, 0, sizeof(*cq));
-    cq->log2 = log2;
-    cq->ring = guest_alloc(e->t.alloc, 4096);
-    cq->ci_addr = guest_alloc(e->t.alloc, 4096);
-    qtest_memset(e->t.qts, cq->ring, 0, 4096);
-    qtest_writel(e->t.qts, cq->ci_addr, 0);
-    cmd.cq.pages_addr = cpu_to_le64(page_list1(e, cq->ring));
-    cmd.cq.npages = cpu_to_le32(1);
-    cmd.cq.log2_entries = cpu_to_le32(log2);
-    cmd.cq.eq = cpu_to_le32(eq);
-    cmd.cq.flags = cpu_to_le32(flags);
-    cmd.cq.ci_addr = cpu_to_le64(cq->ci_addr);
-    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
-    cq->cqn = le32_to_cpu(cmpl.handle);
-    return st;
-}
-
-static uint8_t create_cq(Env *e, Cq *cq, uint32_t log2, uint32_t eq)
-{
-    return create_cq_flags(e, cq, log2, eq, 0);
-}
-
-static void env_init(Env *e, void *obj, QGuestAllocator *alloc)
-{
-    uint64_t pages[DATA_PAGES];
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
-    struct qrdma_cmpl cmpl;
-    int i;
-
-    memset(e, 0, sizeof(*e));
-    e->peer_ip = 15;
-    e->qp_access = QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_READ |
-                   QRDMA_ACCESS_REMOTE_ATOMIC;
-    e->timeout = 14;
-    e->retry_cnt = 7;
-    e->path_mtu = 3;
-    e->max_rd_atomic = 4;
-    e->max_dest_rd_atomic = 4;
-    qrdma_t_init(&e->t, obj, alloc, 4);
-    e->db = qpci_iomap(&e->t.q->dev, QRDMA_DB_BAR, NULL);
-    e->eq0 = guest_alloc(alloc, 4096);
-    e->eq1 = guest_alloc(alloc, 4096);
-    qtest_memset(e->t.qts, e->eq0, 0, 4096);
-    qtest_memset(e->t.qts, e->eq1, 0, 4096);
-    eq_enable(e, 0, e->eq0);
-    eq_enable(e, 1, e->eq1);
-    qrdma_t_set_gid(&e->t, 0);
-    e->pd = qrdma_t_alloc_pd(&e->t, 0);
-
-    e->data = guest_alloc(alloc, DATA_PAGES * 4096);
-    qtest_memset(e->t.qts, e->data, 0, DATA_PAGES * 4096);
-    for (i = 0; i < DATA_PAGES; i++) {
-        pages[i] = e->data + i * 4096;
-    }
-    cmd.reg_mr.pd = cpu_to_le32(e->pd);
-    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_VALID_MASK & ~
-                                    QRDMA_ACCESS_MW_BIND);
-    cmd.reg_mr.iova = cpu_to_le64(e->data);
-    cmd.reg_mr.length = cpu_to_le64(DATA_PAGES * 4096);
-    cmd.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages,
-                                                          DATA_PAGES));
-    cmd.reg_mr.npages = cpu_to_le32(DATA_PAGES);
-    cmd.reg_mr.page_shift = 12;
-    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
-    e->lkey = le32_to_cpu(cmpl.handle);
-    e->rkey = le32_to_cpu(cmpl.data[0]);
-
-    g_assert_cmpuint(create_cq(e, &e->cq, 7, 1), ==, QRDMA_STATUS_OK);
-}
-
-static uint32_t reg_mr(Env *e, uint32_t pd, uint64_t off, uint64_t len,
-                       uint32_t access)
-{
-    uint64_t pages[DATA_PAGES];
-    uint32_t n = DIV_ROUND_UP(len, 4096), i;
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
-    struct qrdma_cmpl cmpl;
-
-    for (i = 0; i < n; i++) {
-        pages[i] = e->data + off + i * 4096;
-    }
-    cmd.reg_mr.pd = cpu_to_le32(pd);
-    cmd.reg_mr.access = cpu_to_le32(access);
-    cmd.reg_mr.iova = cpu_to_le64(0x10000000);
-    cmd.reg_mr.length = cpu_to_le64(len);
-    cmd.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages, n));
-    cmd.reg_mr.npages = cpu_to_le32(n);
-    cmd.reg_mr.page_shift = 12;
-    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
-    return le32_to_cpu(cmpl.handle);
-}
-
-/*
- * REG_MR of the one page at guest address page, at iova page, with the
- * given access: the status, and the rkey in *rkey (if not NULL) when it
- * succeeds.
- */
-static uint8_t reg_page_mr(Env *e, uint64_t page, uint32_t access,
-                           uint32_t *rkey)
-{
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
-    struct qrdma_cmpl cmpl;
-    uint8_t st;
-
-    cmd.reg_mr.pd = cpu_to_le32(e->pd);
-    cmd.reg_mr.access = cpu_to_le32(access);
-    cmd.reg_mr.iova = cpu_to_le64(page);
-    cmd.reg_mr.length = cpu_to_le64(4096);
-    cmd.reg_mr.pages_addr = cpu_to_le64(page_list1(e, page));
-    cmd.reg_mr.npages = cpu_to_le32(1);
-    cmd.reg_mr.page_shift = 12;
-    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
-    if (!st && rkey) {
-        *rkey = le32_to_cpu(cmpl.data[0]);
-    }
-    return st;
-}
-
-static uint8_t modify(Env *e, Qp *qp, uint32_t mask, uint8_t state,
-                      uint32_t dest, uint8_t rnr_retry)
-{
-    struct qrdma_qp_attr a = {
-        .attr_mask = cpu_to_le32(mask),
-        .qp_state = state,
-        .path_mtu = e->path_mtu,
-        .qkey = cpu_to_le32(0x1234),
-        .sq_psn = cpu_to_le32(e->sq_psn),
-        .rq_psn = cpu_to_le32(e->rq_psn),
-        .dest_qp_num = cpu_to_le32(dest),
-        .qp_access_flags = cpu_to_le32(e->qp_access),
-        .max_rd_atomic = e->max_rd_atomic,
-        .max_dest_rd_atomic = e->max_dest_rd_atomic,
-        .min_rnr_timer = 1,
-        .port_num = 1,
-        .timeout = e->timeout,
-        .retry_cnt = e->retry_cnt,
-        .rnr_retry = rnr_retry,
-        .av.hop_limit = 64,
-        /* ::ffff:10.0.2.<peer_ip>; qrdma_t_set_gid() sets .15 */
-        .av.dgid = { [10] = 0xff, [11] = 0xff, 10, 0, 2, e->peer_ip },
-        .av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE),
-    };
-
-    memcpy(a.av.dmac, e->peer_mac, 6);
-
-    return qrdma_t_modify_qp(&e->t, 0, qp->qpn, &a);
-}
-
-/* A modify that moves the QP to @state and changes nothing else. */
-static uint8_t modify_state(Env *e, Qp *qp, uint8_t state)
-{
-    return modify(e, qp, QRDMA_QP_ATTR_STATE, state, 0, 0);
-}
-
-static void to_rtr(Env *e, Qp *qp, uint32_t dest)
-{
-    uint32_t init = qp->type == QRDMA_QPT_UD ?
-        QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
-        QRDMA_QP_ATTR_QKEY :
-        QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT |
-        QRDMA_QP_ATTR_ACCESS_FLAGS;
-    uint32_t rtr = QRDMA_QP_ATTR_STATE;
-
-    if (qp->type == QRDMA_QPT_RC) {
-        rtr |= QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
-               QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN |
-               QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC | QRDMA_QP_ATTR_MIN_RNR_TIMER;
-    } else if (qp->type == QRDMA_QPT_UC) {
-        rtr |= QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU |
-               QRDMA_QP_ATTR_DEST_QPN | QRDMA_QP_ATTR_RQ_PSN;
-    }
-    g_assert_cmpuint(modify(e, qp, init, QRDMA_QPS_INIT, 0, 0), ==, 0);
-    g_assert_cmpuint(modify(e, qp, rtr, QRDMA_QPS_RTR, dest, 0), ==, 0);
-}
-
-static void to_rts(Env *e, Qp *qp, uint8_t rnr_retry)
-{
-    uint32_t rts = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_SQ_PSN;
-
-    if (qp->type == QRDMA_QPT_RC) {
-        rts |= QRDMA_QP_ATTR_TIMEOUT | QRDMA_QP_ATTR_RETRY_CNT |
-               QRDMA_QP_ATTR_RNR_RETRY | QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC;
-    }
-    g_assert_cmpuint(modify(e, qp, rts, QRDMA_QPS_RTS, 0, rnr_retry), ==, 0);
-}
-
-static uint8_t create_qp(Env *e, Qp *qp, uint8_t type, uint32_t srq,
-                         const Cq *scq, const Cq *rcq)
-{
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_QP };
-    struct qrdma_cmpl cmpl;
-    uint8_t st;
-
-    memset(qp, 0, sizeof(*qp));
-    qp->type = type;
-    qp->sq = guest_alloc(e->t.alloc, 4096);
-    qp->rq = guest_alloc(e->t.alloc, 4096);
-    cmd.create_qp.pd = cpu_to_le32(e->pd);
-    cmd.create_qp.send_cq = cpu_to_le32(scq->cqn);
-    cmd.create_qp.recv_cq = cpu_to_le32(rcq->cqn);
-    cmd.create_qp.srq = cpu_to_le32(srq);
-    cmd.create_qp.qp_type = type;
-    cmd.create_qp.sq_log2 = 4;
-    cmd.create_qp.max_send_wr = cpu_to_le32(16);
-    cmd.create_qp.sq_pages_addr = cpu_to_le64(page_list1(e, qp->sq));
-    cmd.create_qp.sq_npages = cpu_to_le32(1);
-    if (!srq) {
-        cmd.create_qp.rq_log2 = 5;
-        cmd.create_qp.max_recv_wr = cpu_to_le32(32);
-        cmd.create_qp.rq_pages_addr = cpu_to_le64(page_list1(e, qp->rq));
-        cmd.create_qp.rq_npages = cpu_to_le32(1);
-    }
-    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
-    qp->qpn = le32_to_cpu(cmpl.handle);
-    return st;
-}
-
-/* Two QPs of a type connected to each other, in RTS. */
-static void pair(Env *e, Qp *a, Qp *b, uint8_t type, uint8_t rnr_retry)
-{
-    g_assert_cmpuint(create_qp(e, a, type, 0, &e->cq, &e->cq), ==, 0);
-    g_assert_cmpuint(create_qp(e, b, type, 0, &e->cq, &e->cq), ==, 0);
-    to_rtr(e, a, b->qpn);
-    to_rtr(e, b, a->qpn);
-    to_rts(e, a, rnr_retry);
-    to_rts(e, b, rnr_retry);
-}
-
-static void ring_db(Env *e, uint64_t off, uint32_t handle, uint32_t index)
-{
-    qpci_io_writeq(&e->t.q->dev, e->db, off, QRDMA_DB_VAL(handle, index));
-}
-
-static void post_send(Env *e, Qp *qp, struct qrdma_sq_wqe *wqe)
-{
-    qtest_memwrite(e->t.qts, qp->sq + (qp->sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
-                   wqe, sizeof(*wqe));
-    qp->sq_pi++;
-    ring_db(e, QRDMA_DB_SQ, qp->qpn, qp->sq_pi);
-}
-
-static struct qrdma_sq_wqe wqe_sge(uint64_t wr_id, uint8_t opcode,
-                                   uint64_t addr, uint32_t len, uint32_t lkey)
-{
-    struct qrdma_sq_wqe w = {
-        .wr_id = wr_id,
-        .opcode = opcode,
-        .flags = QRDMA_WQE_F_SIGNALED,
-        .num_sge = 1,
-        .sge[0].addr = cpu_to_le64(addr),
-        .sge[0].length = cpu_to_le32(len),
-        .sge[0].lkey = cpu_to_le32(lkey),
-    };
-
-    return w;
-}
-
-static void post_recv(Env *e, Qp *qp, uint64_t wr_id, uint64_t addr,
-                      uint32_t len, uint32_t lkey)
-{
-    struct qrdma_rq_wqe w = {
-        .wr_id = wr_id,
-        .num_sge = cpu_to_le32(1),
-        .sge[0].addr = cpu_to_le64(addr),
-        .sge[0].length = cpu_to_le32(len),
-        .sge[0].lkey = cpu_to_le32(lkey),
-    };
-
-    qtest_memwrite(e->t.qts, qp->rq + (qp->rq_pi % 32) * QRDMA_RQ_WQE_SIZE,
-                   &w, sizeof(w));
-    qp->rq_pi++;
-    ring_db(e, QRDMA_DB_RQ, qp->qpn, qp->rq_pi);
-}
-
-/* The next CQE, or false when none comes within a short wait. */
-static bool poll_cq(Env *e, Cq *cq, struct qrdma_cqe *cqe)
-{
-    uint64_t addr = cq->ring + (cq->ci & ((1u << cq->log2) - 1)) * 32;
-    uint8_t phase = (cq->ci >> cq->log2) & 1 ? 0 : QRDMA_CQE_F_PHASE;
-    int i;
-
-    for (i = 0; i < 200; i++) {
-        qtest_memread(e->t.qts, addr, cqe, sizeof(*cqe));
-        if ((cqe->flags & QRDMA_CQE_F_PHASE) == phase) {
-            cq->ci++;
-            qtest_writel(e->t.qts, cq->ci_addr, cq->ci);
-            return true;
-        }
-        g_usleep(100);
-    }
-    return false;
-}
-
-static void expect_cqe(Env *e, Cq *cq, uint64_t wr_id, uint32_t qpn,
-                       uint8_t opcode, uint8_t status)
-{
-    struct qrdma_cqe cqe;
-
-    g_assert_true(poll_cq(e, cq, &cqe));
-    g_assert_cmphex(cqe.wr_id, ==, wr_id);
-    g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, qpn);
-    g_assert_cmpuint(cqe.status, ==, status);
-    if (status == QRDMA_WC_SUCCESS || opcode >= QRDMA_WC_RECV) {
-        g_assert_cmpuint(cqe.opcode, ==, opcode);
-    }
-}
-
-static void expect_no_cqe(Env *e, Cq *cq)
-{
-    struct qrdma_cqe cqe;
-
-    g_assert_false(poll_cq(e, cq, &cqe));
-}
-
-/*
- * The next CQE, with QEMU's virtual clock stepped by step_ns between
- * looks, at most n times: for completions that wait for a device timer.
- * Returns the virtual time it took, in ns.
- */
-static int64_t expect_cqe_stepping(Env *e, Cq *cq, uint64_t wr_id,
-                                   uint32_t qpn, uint8_t status,
-                                   int64_t step_ns, int n)
-{
-    struct qrdma_cqe cqe;
-    int64_t waited = 0;
-
-    while (!poll_cq(e, cq, &cqe)) {
-        g_assert_cmpint(n--, >, 0);
-        qtest_clock_step(e->t.qts, step_ns);
-        waited += step_ns;
-    }
-    g_assert_cmphex(cqe.wr_id, ==, wr_id);
-    g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, qpn);
-    g_assert_cmpuint(cqe.status, ==, status);
-    return waited;
-}
-
-/* The next event on EQ n, which must be type and handle. */
-static void expect_event(Env *e, unsigned n, uint8_t type, uint32_t handle)
-{
-    uint64_t base = n ? e->eq1 : e->eq0;
-    uint32_t *ci = n ? &e->eq1_ci : &e->eq0_ci;
-    struct qrdma_eqe eqe;
-    int i;
-
-    for (i = 0; i < 200; i++) {
-        qtest_memread(e->t.qts, base + (*ci % 256) * 16, &eqe, sizeof(eqe));
-        if ((eqe.flags & QRDMA_EQE_F_PHASE) == ((*ci / 256) & 1 ? 0 : 1)) {
-            g_assert_cmphex(eqe.type, ==, type);
-            g_assert_cmphex(le32_to_cpu(eqe.handle), ==, handle);
-            (*ci)++;
-            qrdma_t_writel(&e->t, QRDMA_REG_EQ(n) + QRDMA_REG_EQ_CI, *ci);
-            return;
-        }
-        g_usleep(100);
-    }
-    g_assert_not_reached();
-}
-
-static void write_data(Env *e, uint64_t off, const char *s)
-{
-    qtest_memwrite(e->t.qts, e->data + off, s, strlen(s) + 1);
-}
-
-static void expect_data(Env *e, uint64_t off, const char *s)
-{
-    g_autofree char *buf = g_malloc0(strlen(s) + 1);
-
-    qtest_memread(e->t.qts, e->data + off, buf, strlen(s) + 1);
-    g_assert_cmpstr(buf, ==, s);
-}
+#include "qrdma-dp.h"
 
 static void test_send_recv(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    write_data(&e, 0, "hello over qrdma");
+    qrdma_dp_env_init(&e, obj, alloc);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_write_data(&e, 0, "hello over qrdma");
     /* every byte must land: the buffer starts as something else */
     qtest_memset(e.t.qts, e.data + 4096, 0xff, 64);
-    post_recv(&e, &b, 0xb1, e.data + 4096, 64, e.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND_WITH_IMM, e.data, 17, e.lkey);
+    qrdma_dp_post_recv(&e, &b, 0xb1, e.data + 4096, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND_WITH_IMM, e.data, 17, e.lkey);
     w.imm_data = cpu_to_be32(0xfeed);
-    post_send(&e, &a, &w);
+    qrdma_dp_post_send(&e, &a, &w);
 
-    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    g_assert_true(qrdma_dp_poll_cq(&e, &e.cq, &cqe));
     /* the receive completes first: the send is acknowledged after it */
     g_assert_cmphex(cqe.wr_id, ==, 0xb1);
     g_assert_cmpuint(cqe.opcode, ==, QRDMA_WC_RECV);
@@ -482,29 +45,33 @@ static void test_send_recv(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(cqe.imm_data, ==, cpu_to_be32(0xfeed));
     g_assert_true(cqe.flags & QRDMA_CQE_F_WITH_IMM);
     g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, b.qpn);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096, "hello over qrdma");
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096, "hello over qrdma");
 
     /* inline: the data travels in the WQE itself (S6) */
-    post_recv(&e, &b, 0xb2, e.data + 8192, 64, e.lkey);
+    qrdma_dp_post_recv(&e, &b, 0xb2, e.data + 8192, 64, e.lkey);
     memset(&w, 0, sizeof(w));
     w.wr_id = 0xa2;
     w.opcode = QRDMA_WR_SEND;
     w.flags = QRDMA_WQE_F_SIGNALED | QRDMA_WQE_F_INLINE;
     w.inline_len = cpu_to_le32(7);
     memcpy(w.inline_data, "inline", 7);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e, 8192, "inline");
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 8192, "inline");
 
     /* S5: unsignaled sends complete silently */
-    post_recv(&e, &b, 0xb3, e.data + 8192, 64, e.lkey);
-    w = wqe_sge(0xa3, QRDMA_WR_SEND, e.data, 4, e.lkey);
+    qrdma_dp_post_recv(&e, &b, 0xb3, e.data + 8192, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_SEND, e.data, 4, e.lkey);
     w.flags = 0;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xb3, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb3, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 static void test_write_read_atomic(void *obj, void *data,
@@ -512,82 +79,74 @@ static void test_write_read_atomic(void *obj, void *data,
 {
     struct qrdma_sq_wqe w;
     uint64_t v;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
 
-    write_data(&e, 0, "written remotely");
-    w = wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 17, e.lkey);
+    qrdma_dp_write_data(&e, 0, "written remotely");
+    w = qrdma_dp_wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 17, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 3 * 4096 + 100);
     w.rdma.rkey = cpu_to_le32(e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 1, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
-    expect_data(&e, 3 * 4096 + 100, "written remotely");
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 1, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 3 * 4096 + 100, "written remotely");
 
     /* across a page boundary of the MR, and back with READ */
-    write_data(&e, 4096 * 5 - 5, "straddles pages");
-    w = wqe_sge(2, QRDMA_WR_RDMA_READ, e.data + 4096 * 7, 16, e.lkey);
+    qrdma_dp_write_data(&e, 4096 * 5 - 5, "straddles pages");
+    w = qrdma_dp_wqe_sge(2, QRDMA_WR_RDMA_READ, e.data + 4096 * 7, 16, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 5 - 5);
     w.rdma.rkey = cpu_to_le32(e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096 * 7, "straddles pages");
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096 * 7, "straddles pages");
 
     /* WRITE with immediate consumes a receive */
-    post_recv(&e, &b, 0xb1, e.data + 8192, 64, e.lkey);
-    w = wqe_sge(3, QRDMA_WR_RDMA_WRITE_WITH_IMM, e.data, 5, e.lkey);
+    qrdma_dp_post_recv(&e, &b, 0xb1, e.data + 8192, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(3, QRDMA_WR_RDMA_WRITE_WITH_IMM, e.data, 5, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 8);
     w.rdma.rkey = cpu_to_le32(e.lkey);
     w.imm_data = cpu_to_be32(7);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
-               QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
 
     /* atomics: 8 bytes, the old value lands in the local SGE */
     qtest_writeq(e.t.qts, e.data + 4096 * 9, 40);
-    w = wqe_sge(4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + 4096 * 10, 8,
-                e.lkey);
+    w = qrdma_dp_wqe_sge(4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + 4096 * 10,
+                         8, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e.lkey);
     w.rdma.compare_add = cpu_to_le64(2);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_FETCH_ADD, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_FETCH_ADD,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 9), ==, 42);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 40);
 
-    w = wqe_sge(5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e.data + 4096 * 10, 8,
-                e.lkey);
+    w = qrdma_dp_wqe_sge(5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e.data + 4096 * 10, 8,
+                         e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e.lkey);
     w.rdma.compare_add = cpu_to_le64(42);
     w.rdma.swap = cpu_to_le64(7);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_COMP_SWAP, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_COMP_SWAP,
+                        QRDMA_WC_SUCCESS);
     v = qtest_readq(e.t.qts, e.data + 4096 * 9);
     g_assert_cmpuint(v, ==, 7);
 
     /* a misaligned atomic is an invalid request: REM_INV_REQ_ERR */
     w.wr_id = 6;
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9 + 4);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 6, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
-    expect_event(&e, 0, QRDMA_EV_QP_REQ_ERR, b.qpn);
-}
-
-static uint32_t device_caps(Env *e)
-{
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_QUERY_DEVICE };
-    struct qrdma_device_attr attr;
-    uint64_t buf = guest_alloc(e->t.alloc, sizeof(attr));
-
-    cmd.query.resp_addr = cpu_to_le64(buf);
-    cmd.query.resp_len = cpu_to_le32(sizeof(attr));
-    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, NULL), ==, 0);
-    qtest_memread(e->t.qts, buf, &attr, sizeof(attr));
-    return le32_to_cpu(attr.device_caps);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 6, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_REQ_ERR, b.qpn);
 }
 
 /* ATOMIC_WRITE: 8 bytes from the WQE, needing remote write, RC only */
@@ -597,99 +156,86 @@ static void test_atomic_write(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_sq_wqe w;
     uint8_t got[8];
     uint32_t no_write;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    g_assert_true(device_caps(&e) & QRDMA_DEV_CAP_ATOMIC_WRITE);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_true(qrdma_dp_device_caps(&e) & QRDMA_DEV_CAP_ATOMIC_WRITE);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
 
     /* the SGEs play no part: a bad one does not fail the WQE */
     qtest_writeq(e.t.qts, e.data + 4096 * 9, 0x1111111111111111ull);
-    w = wqe_sge(1, QRDMA_WR_ATOMIC_WRITE, 0xdead0000, 8, 0xbad);
+    w = qrdma_dp_wqe_sge(1, QRDMA_WR_ATOMIC_WRITE, 0xdead0000, 8, 0xbad);
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e.lkey);
     memcpy(&w.rdma.compare_add, bytes, 8);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 1, a.qpn, QRDMA_WC_ATOMIC_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 1, a.qpn, QRDMA_WC_ATOMIC_WRITE,
+                        QRDMA_WC_SUCCESS);
     qtest_memread(e.t.qts, e.data + 4096 * 9, got, 8);
     g_assert_cmpmem(got, 8, bytes, 8);
 
     /* an MR with every right but remote write refuses it */
-    no_write = reg_mr(&e, e.pd, 4096 * 10, 4096,
-                      QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_READ |
-                      QRDMA_ACCESS_REMOTE_ATOMIC);
+    no_write = qrdma_dp_reg_mr(&e, e.pd, 4096 * 10, 4096,
+                               QRDMA_ACCESS_LOCAL_WRITE |
+                               QRDMA_ACCESS_REMOTE_READ |
+                               QRDMA_ACCESS_REMOTE_ATOMIC);
     qtest_writeq(e.t.qts, e.data + 4096 * 10, 5);
     w.wr_id = 2;
     w.rdma.remote_addr = cpu_to_le64(0x10000000);
     w.rdma.rkey = cpu_to_le32(no_write);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
-    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 5);
 
     /* misaligned: an invalid request, nothing written */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     w.wr_id = 3;
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 10 + 4);
     w.rdma.rkey = cpu_to_le32(e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
-    expect_event(&e, 0, QRDMA_EV_QP_REQ_ERR, b.qpn);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_REQ_ERR, b.qpn);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 5);
 
     /* inline: it has nothing to send inline, a local error */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     w.wr_id = 4;
     w.flags |= QRDMA_WQE_F_INLINE;
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096 * 10);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 4, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
 
     /* UC has no atomics */
-    pair(&e, &a, &b, QRDMA_QPT_UC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_UC, 0);
     w.wr_id = 5;
     w.flags &= ~QRDMA_WQE_F_INLINE;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 10), ==, 5);
-    expect_no_cqe(&e, &e.cq);
-}
-
-static struct qrdma_sq_wqe wqe_flush(uint64_t wr_id, uint32_t rkey,
-                                     uint64_t addr, uint64_t len,
-                                     uint8_t type, uint8_t level)
-{
-    /* a bad SGE: FLUSH has no local side, so it plays no part */
-    struct qrdma_sq_wqe w = wqe_sge(wr_id, QRDMA_WR_FLUSH, 0xdead0000, 8,
-                                    0xbad);
-
-    w.flush.remote_addr = cpu_to_le64(addr);
-    w.flush.rkey = cpu_to_le32(rkey);
-    w.flush.length = cpu_to_le64(len);
-    w.flush.type = type;
-    w.flush.level = level;
-    return w;
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 /* One FLUSH on a fresh RC pair, completing with status. */
-static void flush_once(Env *e, uint32_t rkey, uint64_t addr, uint64_t len,
-                       uint8_t type, uint8_t level, uint8_t status)
+static void flush_once(QrdmaDpEnv *e, uint32_t rkey, uint64_t addr,
+                       uint64_t len, uint8_t type, uint8_t level,
+                       uint8_t status)
 {
-    struct qrdma_sq_wqe w = wqe_flush(7, rkey, addr, len, type, level);
+    struct qrdma_sq_wqe w = qrdma_dp_wqe_flush(7, rkey, addr, len, type, level);
     struct qrdma_cqe cqe;
-    Qp a, b;
+    QrdmaDpQp a, b;
 
-    pair(e, &a, &b, QRDMA_QPT_RC, 0);
-    post_send(e, &a, &w);
-    g_assert_true(poll_cq(e, &e->cq, &cqe));
+    qrdma_dp_pair(e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_post_send(e, &a, &w);
+    g_assert_true(qrdma_dp_poll_cq(e, &e->cq, &cqe));
     g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, a.qpn);
     g_assert_cmpuint(cqe.status, ==, status);
     if (status == QRDMA_WC_SUCCESS) {
         g_assert_cmpuint(cqe.opcode, ==, QRDMA_WC_FLUSH);
         g_assert_cmpuint(cqe.byte_len, ==, 0);
     } else if (status == QRDMA_WC_REM_ACCESS_ERR) {
-        expect_event(e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+        qrdma_dp_expect_event(e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
     }
 }
 
@@ -701,15 +247,16 @@ static void test_flush(void *obj, void *data, QGuestAllocator *alloc)
 {
     uint32_t mr, no_flush;
     uint64_t page;
-    Env e;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    g_assert_true(device_caps(&e) & QRDMA_DEV_CAP_FLUSH_GLOBAL);
-    mr = reg_mr(&e, e.pd, 4096 * 10, 4096,
-                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
-                QRDMA_ACCESS_FLUSH_GLOBAL);
-    no_flush = reg_mr(&e, e.pd, 4096 * 11, 4096,
-                      QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_true(qrdma_dp_device_caps(&e) & QRDMA_DEV_CAP_FLUSH_GLOBAL);
+    mr = qrdma_dp_reg_mr(&e, e.pd, 4096 * 10, 4096,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                         QRDMA_ACCESS_FLUSH_GLOBAL);
+    no_flush = qrdma_dp_reg_mr(&e, e.pd, 4096 * 11, 4096,
+                               QRDMA_ACCESS_LOCAL_WRITE |
+                               QRDMA_ACCESS_REMOTE_WRITE);
 
     /* the responder QP without the flush right refuses it */
     flush_once(&e, mr, 0x10000000, 4096, QRDMA_FLUSH_GLOBAL,
@@ -745,12 +292,13 @@ static void test_flush(void *obj, void *data, QGuestAllocator *alloc)
                QRDMA_WC_LOC_QP_OP_ERR);
     flush_once(&e, mr, 0x10000000, 8, QRDMA_FLUSH_GLOBAL, 2,
                QRDMA_WC_LOC_QP_OP_ERR);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 
     /* the persistence right exists nowhere: REG_MR refuses it */
     page = e.data + 4096 * 12;
-    g_assert_cmpuint(reg_page_mr(&e, page, QRDMA_ACCESS_LOCAL_WRITE |
-                                 (1u << 9), NULL), ==, QRDMA_STATUS_BAD_PARAM);
+    g_assert_cmpuint(qrdma_dp_reg_page_mr(&e, page, QRDMA_ACCESS_LOCAL_WRITE |
+                                          (1u << 9), NULL), ==,
+                     QRDMA_STATUS_BAD_PARAM);
 }
 
 /* The ones' complement sum of an IPv4 header: 0xffff if its checksum is. */
@@ -769,7 +317,7 @@ static uint16_t ipv4_header_sum(const uint8_t *ip)
 }
 
 /* An AH on e's PD to ::ffff:10.0.2.<ip> on VLAN vlan_id: its handle. */
-static uint32_t create_ah(Env *e, uint8_t ip, uint16_t vlan_id)
+static uint32_t create_ah(QrdmaDpEnv *e, uint8_t ip, uint16_t vlan_id)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
     struct qrdma_cmpl cmpl;
@@ -790,42 +338,46 @@ static uint32_t create_ah(Env *e, uint8_t ip, uint16_t vlan_id)
  * before the flag read it.  A flag the device does not know fails
  * CREATE_CQ.
  */
-static void ud_vlan(Env *e)
+static void ud_vlan(QrdmaDpEnv *e)
 {
     static const uint16_t vlans[] = { 100, QRDMA_VLAN_NONE, 0, 4094 };
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
-    Cq vcq, bad;
-    Qp a, b, c;
+    QrdmaDpCq vcq, bad;
+    QrdmaDpQp a, b, c;
     size_t i;
 
-    g_assert_true(device_caps(e) & QRDMA_DEV_CAP_CQE_VLAN);
-    g_assert_cmpuint(create_cq_flags(e, &bad, 4, 0, 1u << 5), ==,
+    g_assert_true(qrdma_dp_device_caps(e) & QRDMA_DEV_CAP_CQE_VLAN);
+    g_assert_cmpuint(qrdma_dp_create_cq_flags(e, &bad, 4, 0, 1u << 5), ==,
                      QRDMA_STATUS_BAD_PARAM);
-    g_assert_cmpuint(create_cq_flags(e, &vcq, 4, 0, QRDMA_CQ_F_VLAN), ==, 0);
-    g_assert_cmpuint(create_qp(e, &a, QRDMA_QPT_UD, 0, &e->cq, &e->cq), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_cq_flags(e, &vcq, 4, 0, QRDMA_CQ_F_VLAN),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(e, &a, QRDMA_QPT_UD, 0, &e->cq, &e->cq),
+                     ==, 0);
     /* b receives on the CQ that asked for the VLAN, c on one that did not */
-    g_assert_cmpuint(create_qp(e, &b, QRDMA_QPT_UD, 0, &e->cq, &vcq), ==, 0);
-    g_assert_cmpuint(create_qp(e, &c, QRDMA_QPT_UD, 0, &e->cq, &e->cq), ==, 0);
-    to_rtr(e, &a, 0);
-    to_rtr(e, &b, 0);
-    to_rtr(e, &c, 0);
-    to_rts(e, &a, 0);
-    write_data(e, 0, "tagged");
+    g_assert_cmpuint(qrdma_dp_create_qp(e, &b, QRDMA_QPT_UD, 0, &e->cq, &vcq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(e, &c, QRDMA_QPT_UD, 0, &e->cq, &e->cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(e, &a, 0);
+    qrdma_dp_to_rtr(e, &b, 0);
+    qrdma_dp_to_rtr(e, &c, 0);
+    qrdma_dp_to_rts(e, &a, 0);
+    qrdma_dp_write_data(e, 0, "tagged");
 
     for (i = 0; i < ARRAY_SIZE(vlans); i++) {
-        post_recv(e, &b, 0xb0 + i, e->data + 4096, 256, e->lkey);
-        post_recv(e, &c, 0xc0 + i, e->data + 8192, 256, e->lkey);
-        w = wqe_sge(0xa0 + i, QRDMA_WR_SEND, e->data, 7, e->lkey);
+        qrdma_dp_post_recv(e, &b, 0xb0 + i, e->data + 4096, 256, e->lkey);
+        qrdma_dp_post_recv(e, &c, 0xc0 + i, e->data + 8192, 256, e->lkey);
+        w = qrdma_dp_wqe_sge(0xa0 + i, QRDMA_WR_SEND, e->data, 7, e->lkey);
         w.ud.ah = create_ah(e, 15, vlans[i]);
         w.ud.remote_qkey = cpu_to_le32(0x1234);
         w.ud.remote_qpn = cpu_to_le32(b.qpn);
-        post_send(e, &a, &w);
+        qrdma_dp_post_send(e, &a, &w);
         w.wr_id = 0xd0 + i;
         w.ud.remote_qpn = cpu_to_le32(c.qpn);
-        post_send(e, &a, &w);
+        qrdma_dp_post_send(e, &a, &w);
 
-        g_assert_true(poll_cq(e, &vcq, &cqe));
+        g_assert_true(qrdma_dp_poll_cq(e, &vcq, &cqe));
         g_assert_cmphex(cqe.wr_id, ==, 0xb0 + i);
         g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
         if (vlans[i] == QRDMA_VLAN_NONE) {
@@ -835,19 +387,19 @@ static void ud_vlan(Env *e)
             g_assert_true(cqe.flags & QRDMA_CQE_F_VLAN);
             g_assert_cmpuint(le16_to_cpu(cqe.vlan_id), ==, vlans[i]);
         }
-        expect_cqe(e, &e->cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
-                   QRDMA_WC_SUCCESS);
-        g_assert_true(poll_cq(e, &e->cq, &cqe));
+        qrdma_dp_expect_cqe(e, &e->cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
+        g_assert_true(qrdma_dp_poll_cq(e, &e->cq, &cqe));
         g_assert_cmphex(cqe.wr_id, ==, 0xc0 + i);
         g_assert_false(cqe.flags & QRDMA_CQE_F_VLAN);
         g_assert_cmpuint(le16_to_cpu(cqe.pkey_index), ==, 0);
-        expect_cqe(e, &e->cq, 0xd0 + i, a.qpn, QRDMA_WC_SEND,
-                   QRDMA_WC_SUCCESS);
-        expect_data(e, 4096 + 40, "tagged");
-        expect_data(e, 8192 + 40, "tagged");
+        qrdma_dp_expect_cqe(e, &e->cq, 0xd0 + i, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_data(e, 4096 + 40, "tagged");
+        qrdma_dp_expect_data(e, 8192 + 40, "tagged");
     }
-    expect_no_cqe(e, &vcq);
-    expect_no_cqe(e, &e->cq);
+    qrdma_dp_expect_no_cqe(e, &vcq);
+    qrdma_dp_expect_no_cqe(e, &e->cq);
 }
 
 static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
@@ -857,16 +409,18 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
     uint8_t grh[40];
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, 0);
-    to_rtr(&e, &b, 0);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_UD, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_UD, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, 0);
+    qrdma_dp_to_rtr(&e, &b, 0);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
     cmd.create_ah.pd = cpu_to_le32(e.pd);
     cmd.create_ah.av.hop_limit = 17;
     cmd.create_ah.av.traffic_class = 0x28;
@@ -874,20 +428,21 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
            (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
 
-    write_data(&e, 0, "datagram");
-    post_recv(&e, &b, 0xb1, e.data + 4096, 256, e.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 9, e.lkey);
+    qrdma_dp_write_data(&e, 0, "datagram");
+    qrdma_dp_post_recv(&e, &b, 0xb1, e.data + 4096, 256, e.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 9, e.lkey);
     w.ud.ah = cmpl.handle;
     w.ud.remote_qpn = cpu_to_le32(b.qpn);
     w.ud.remote_qkey = cpu_to_le32(0x1234);
-    post_send(&e, &a, &w);
-    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    qrdma_dp_post_send(&e, &a, &w);
+    g_assert_true(qrdma_dp_poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0xb1);
     g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
     g_assert_cmphex(le32_to_cpu(cqe.src_qp), ==, a.qpn);
     g_assert_true(cqe.flags & QRDMA_CQE_F_GRH);
     g_assert_cmpuint(cqe.network_hdr_type, ==, 1);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     /*
      * The GRH: an IPv4 header in its last 20 bytes (the AH's TTL and
      * traffic class, UDP, the length of UDP, BTH, DETH, payload and ICRC,
@@ -902,15 +457,16 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(ipv4_header_sum(grh + 20), ==, 0xffff);
     g_assert_cmpmem(grh + 32, 4, "\x0a\x00\x02\x0f", 4);
     g_assert_cmpmem(grh + 36, 4, "\x0a\x00\x02\x0f", 4);
-    expect_data(&e, 4096 + 40, "datagram");
+    qrdma_dp_expect_data(&e, 4096 + 40, "datagram");
 
     /* a wrong Q_Key, or no receive posted: dropped, the sender succeeds */
-    post_recv(&e, &b, 0xb2, e.data + 4096, 256, e.lkey);
+    qrdma_dp_post_recv(&e, &b, 0xb2, e.data + 4096, 256, e.lkey);
     w.wr_id = 0xa2;
     w.ud.remote_qkey = cpu_to_le32(0x9999);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 
     /*
      * Longer than the receive buffer (40 + 300 > 256): lost, the receive
@@ -919,18 +475,20 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     w.wr_id = 0xa3;
     w.ud.remote_qkey = cpu_to_le32(0x1234);
     w.sge[0].length = cpu_to_le32(300);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xa3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa3, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
     w.wr_id = 0xa4;
     w.sge[0].length = cpu_to_le32(9);
-    post_send(&e, &a, &w);
-    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    qrdma_dp_post_send(&e, &a, &w);
+    g_assert_true(qrdma_dp_poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0xb2);
     g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
-    expect_cqe(&e, &e.cq, 0xa4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096 + 40, "datagram");
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa4, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096 + 40, "datagram");
 
     ud_vlan(&e);
 }
@@ -940,59 +498,62 @@ static void test_protection(void *obj, void *data, QGuestAllocator *alloc)
 {
     uint32_t pd2, other_pd_key, ro_key;
     struct qrdma_sq_wqe w;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     pd2 = qrdma_t_alloc_pd(&e.t, 0);
-    other_pd_key = reg_mr(&e, pd2, 0, 4096, QRDMA_ACCESS_LOCAL_WRITE);
-    ro_key = reg_mr(&e, e.pd, 4096, 4096, QRDMA_ACCESS_REMOTE_READ);
+    other_pd_key = qrdma_dp_reg_mr(&e, pd2, 0, 4096, QRDMA_ACCESS_LOCAL_WRITE);
+    ro_key = qrdma_dp_reg_mr(&e, e.pd, 4096, 4096, QRDMA_ACCESS_REMOTE_READ);
 
     /* remote write to an MR without REMOTE_WRITE: both QPs to ERR */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(0x10000000);
     w.rdma.rkey = cpu_to_le32(ro_key);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
-    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
 
     /* beyond the MR's end */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(2, QRDMA_WR_RDMA_READ, e.data, 16, e.lkey);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(2, QRDMA_WR_RDMA_READ, e.data, 16, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(0x10000000 + 4090);
     w.rdma.rkey = cpu_to_le32(ro_key);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
-    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
 
     /* an lkey of another PD, an unknown lkey: LOC_PROT_ERR */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 8, other_pd_key);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(4, QRDMA_WR_SEND, e.data, 8, 0x7777700);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 4, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(3, QRDMA_WR_SEND, e.data, 8, other_pd_key);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(4, QRDMA_WR_SEND, e.data, 8, 0x7777700);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
 
     /* the local DMA lkey is the kernel's: fine for this kernel QP */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    post_recv(&e, &b, 0xb5, e.data + 4096 * 2, 64, QRDMA_LOCAL_DMA_LKEY);
-    w = wqe_sge(5, QRDMA_WR_SEND, e.data, 8, QRDMA_LOCAL_DMA_LKEY);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xb5, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_post_recv(&e, &b, 0xb5, e.data + 4096 * 2, 64,
+                       QRDMA_LOCAL_DMA_LKEY);
+    w = qrdma_dp_wqe_sge(5, QRDMA_WR_SEND, e.data, 8, QRDMA_LOCAL_DMA_LKEY);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb5, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
 
     /*
      * S32: a receive-queue error (buffer too small) takes the responder to
      * ERR with LOC_LEN_ERR; the RC requester gets REM_INV_REQ_ERR.
      */
-    post_recv(&e, &b, 0xb6, e.data + 4096 * 2, 4, e.lkey);
-    w = wqe_sge(6, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xb6, b.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_LEN_ERR);
-    expect_cqe(&e, &e.cq, 6, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
+    qrdma_dp_post_recv(&e, &b, 0xb6, e.data + 4096 * 2, 4, e.lkey);
+    w = qrdma_dp_wqe_sge(6, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb6, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_LOC_LEN_ERR);
+    qrdma_dp_expect_cqe(&e, &e.cq, 6, a.qpn, 0, QRDMA_WC_REM_INV_REQ_ERR);
 }
 
 /* Hostile WQEs complete with an error and move the QP as S31 says. */
@@ -1000,33 +561,34 @@ static void test_hostile_wqe(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_sq_wqe w;
     uint64_t errors;
-    Qp a, b, c, d;
-    Env e;
+    QrdmaDpQp a, b, c, d;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(1, 0x55, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_env_init(&e, obj, alloc);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(1, 0x55, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
 
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(2, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(2, QRDMA_WR_SEND, e.data, 8, e.lkey);
     w.num_sge = QRDMA_MAX_SEND_SGE + 1;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
 
     /* SGE lengths that add up past 2^31 */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 0x80000000u, QRDMA_LOCAL_DMA_LKEY);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(3, QRDMA_WR_SEND, e.data, 0x80000000u,
+                         QRDMA_LOCAL_DMA_LKEY);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 3, a.qpn, 0, QRDMA_WC_LOC_PROT_ERR);
 
     /* S31: UC and UD errors stop the send queue only (SQE) */
-    pair(&e, &c, &d, QRDMA_QPT_UC, 0);
-    post_recv(&e, &c, 0xc1, e.data, 64, e.lkey);
-    w = wqe_sge(4, QRDMA_WR_RDMA_READ, e.data, 8, e.lkey);
-    post_send(&e, &c, &w);
-    expect_cqe(&e, &e.cq, 4, c.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_pair(&e, &c, &d, QRDMA_QPT_UC, 0);
+    qrdma_dp_post_recv(&e, &c, 0xc1, e.data, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(4, QRDMA_WR_RDMA_READ, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &c, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, c.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
     {
         struct qrdma_query_qp_resp r;
 
@@ -1036,22 +598,23 @@ static void test_hostile_wqe(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_cmpuint(r.attr.qp_state, ==, QRDMA_QPS_ERR);
     }
     /* the receive queue of the SQE QP still works */
-    w = wqe_sge(5, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &d, &w);
-    expect_cqe(&e, &e.cq, 0xc1, c.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 5, d.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    w = qrdma_dp_wqe_sge(5, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &d, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xc1, c.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, d.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
 
     /* doorbells beyond the ring, or for a QP that is gone */
     errors = qrdma_t_qom_get(&e.t, "guest-errors");
-    ring_db(&e, QRDMA_DB_SQ, d.qpn, d.sq_pi + 17);
-    ring_db(&e, QRDMA_DB_RQ, d.qpn, 1000);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SQ, d.qpn, d.sq_pi + 17);
+    qrdma_dp_ring_db(&e, QRDMA_DB_RQ, d.qpn, 1000);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
                      ==, 0);
-    ring_db(&e, QRDMA_DB_SQ, b.qpn, 1);
-    ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, 0x80);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SQ, b.qpn, 1);
+    qrdma_dp_ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, 0x80);
     qpci_io_writel(&e.t.q->dev, e.db, QRDMA_DB_SQ, 1);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, errors + 5);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 /*
@@ -1064,120 +627,130 @@ static void test_hostile_more(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
     struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
-    Qp a, b, u;
-    Env e;
+    QrdmaDpQp a, b, u;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(1, QRDMA_WR_RDMA_READ, e.data, 8, e.lkey);
+    qrdma_dp_env_init(&e, obj, alloc);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(1, QRDMA_WR_RDMA_READ, e.data, 8, e.lkey);
     w.flags |= QRDMA_WQE_F_INLINE;
     w.num_sge = 255;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_LOC_QP_OP_ERR);
 
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(2, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + DATA_PAGES * 4096
-                - 4, 4, e.lkey);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(2, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
+                         e.data + QRDMA_DP_DATA_PAGES * 4096 - 4, 4, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data);
     w.rdma.rkey = cpu_to_le32(e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_LOC_LEN_ERR);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 2, a.qpn, 0, QRDMA_WC_LOC_LEN_ERR);
 
     /* a UD QP sending to itself, its receive WQE bad */
-    g_assert_cmpuint(create_qp(&e, &u, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &u, 0);
-    to_rts(&e, &u, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &u, QRDMA_QPT_UD, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &u, 0);
+    qrdma_dp_to_rts(&e, &u, 0);
     cmd.create_ah.pd = cpu_to_le32(e.pd);
     memcpy(cmd.create_ah.av.dgid,
            (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
-    post_recv(&e, &u, 0xe0, e.data, 64, 0x7777700);
-    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_recv(&e, &u, 0xe0, e.data, 64, 0x7777700);
+    w = qrdma_dp_wqe_sge(3, QRDMA_WR_SEND, e.data, 8, e.lkey);
     w.ud.ah = cmpl.handle;
     w.ud.remote_qpn = cpu_to_le32(u.qpn);
     w.ud.remote_qkey = cpu_to_le32(0x1234);
-    post_send(&e, &u, &w);
-    expect_cqe(&e, &e.cq, 0xe0, u.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_PROT_ERR);
-    expect_cqe(&e, &e.cq, 3, u.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &u, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xe0, u.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_LOC_PROT_ERR);
+    qrdma_dp_expect_cqe(&e, &e.cq, 3, u.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     w.wr_id = 4;
-    post_send(&e, &u, &w);
-    expect_cqe(&e, &e.cq, 4, u.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_post_send(&e, &u, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, u.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 /* S30, S35: ERR flushes everything outstanding, in order; later posts too */
 static void test_s30_s35_flush(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_sq_wqe w;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
     int i;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, b.qpn);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
     /* RTR: sends wait; receives are taken */
     for (i = 0; i < 3; i++) {
-        post_recv(&e, &a, 0x100 + i, e.data, 64, e.lkey);
-        w = wqe_sge(0x200 + i, QRDMA_WR_SEND, e.data, 8, e.lkey);
+        qrdma_dp_post_recv(&e, &a, 0x100 + i, e.data, 64, e.lkey);
+        w = qrdma_dp_wqe_sge(0x200 + i, QRDMA_WR_SEND, e.data, 8, e.lkey);
         w.flags = 0;
-        post_send(&e, &a, &w);
+        qrdma_dp_post_send(&e, &a, &w);
     }
-    expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
     for (i = 0; i < 3; i++) {
-        expect_cqe(&e, &e.cq, 0x200 + i, a.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
+        qrdma_dp_expect_cqe(&e, &e.cq, 0x200 + i, a.qpn, 0,
+                            QRDMA_WC_WR_FLUSH_ERR);
     }
     for (i = 0; i < 3; i++) {
-        expect_cqe(&e, &e.cq, 0x100 + i, a.qpn, QRDMA_WC_RECV,
-                   QRDMA_WC_WR_FLUSH_ERR);
+        qrdma_dp_expect_cqe(&e, &e.cq, 0x100 + i, a.qpn, QRDMA_WC_RECV,
+                            QRDMA_WC_WR_FLUSH_ERR);
     }
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 
     /* S35 */
-    post_recv(&e, &a, 0x300, e.data, 64, e.lkey);
-    expect_cqe(&e, &e.cq, 0x300, a.qpn, QRDMA_WC_RECV, QRDMA_WC_WR_FLUSH_ERR);
-    w = wqe_sge(0x301, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x301, a.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
+    qrdma_dp_post_recv(&e, &a, 0x300, e.data, 64, e.lkey);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x300, a.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_WR_FLUSH_ERR);
+    w = qrdma_dp_wqe_sge(0x301, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x301, a.qpn, 0, QRDMA_WC_WR_FLUSH_ERR);
 }
 
 /* S36, S37: RESET drops WRs without completions; the QP works again */
 static void test_s36_s37_reset(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_sq_wqe w;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, b.qpn);
-    post_recv(&e, &a, 0x100, e.data, 64, e.lkey);
-    w = wqe_sge(0x200, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_post_recv(&e, &a, 0x100, e.data, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(0x200, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 
     /* S37: ERR -> RESET -> INIT -> RTR -> RTS works again */
     a.sq_pi = a.rq_pi = 0;
-    to_rtr(&e, &a, b.qpn);
-    to_rtr(&e, &b, a.qpn);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
     a.sq_pi = a.rq_pi = 0;
-    to_rtr(&e, &a, b.qpn);
-    to_rts(&e, &a, 0);
-    post_recv(&e, &b, 0xb1, e.data + 4096, 64, e.lkey);
-    write_data(&e, 0, "again");
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 6, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096, "again");
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_post_recv(&e, &b, 0xb1, e.data + 4096, 64, e.lkey);
+    qrdma_dp_write_data(&e, 0, "again");
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 6, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096, "again");
 }
 
 /* S11, S12, S16: the recommended destroy sequence */
@@ -1186,55 +759,58 @@ static void test_s11_s12_s16_destroy(void *obj, void *data,
 {
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
     int i;
 
-    env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     /* one completed, three outstanding receives */
-    post_recv(&e, &b, 0xb0, e.data, 64, e.lkey);
-    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
-    post_send(&e, &a, &w);
+    qrdma_dp_post_recv(&e, &b, 0xb0, e.data, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(0xa0, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
     for (i = 1; i < 4; i++) {
-        post_recv(&e, &b, 0xb0 + i, e.data, 64, e.lkey);
+        qrdma_dp_post_recv(&e, &b, 0xb0 + i, e.data, 64, e.lkey);
     }
     /* S16: ERR, drain: every WR has exactly one completion */
-    g_assert_cmpuint(modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
-    expect_cqe(&e, &e.cq, 0xb0, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb0, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     for (i = 1; i < 4; i++) {
-        expect_cqe(&e, &e.cq, 0xb0 + i, b.qpn, QRDMA_WC_RECV,
-                   QRDMA_WC_WR_FLUSH_ERR);
+        qrdma_dp_expect_cqe(&e, &e.cq, 0xb0 + i, b.qpn, QRDMA_WC_RECV,
+                            QRDMA_WC_WR_FLUSH_ERR);
     }
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
                      ==, 0);
 
     /* S11: WRs of a destroyed QP never run, nor touch their buffers */
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &b, a.qpn);
-    post_recv(&e, &b, 0xc0, e.data + 4096 * 4, 64, e.lkey);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_post_recv(&e, &b, 0xc0, e.data + 4096 * 4, 64, e.lkey);
     qtest_writeq(e.t.qts, e.data + 4096 * 4, 0x5a5a5a5a);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
                      ==, 0);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
-    post_send(&e, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
     /* the peer is gone: RC retries run out, nothing lands */
-    expect_cqe_stepping(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
-                        100 * SCALE_MS, 20);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
+                                 100 * SCALE_MS, 20);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
     g_assert_cmphex(qtest_readq(e.t.qts, e.data + 4096 * 4), ==, 0x5a5a5a5a);
 
     /* S12: CQEs of a destroyed QP stay pollable */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    post_recv(&e, &b, 0xd0, e.data, 64, e.lkey);
-    w = wqe_sge(0xd1, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
-    post_send(&e, &a, &w);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_post_recv(&e, &b, 0xd0, e.data, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(0xd1, QRDMA_WR_SEND, e.data + 4096, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
     g_usleep(10000);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
                      ==, 0);
-    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    g_assert_true(qrdma_dp_poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0xd0);
 }
 
@@ -1247,18 +823,18 @@ static void test_s33_s34_srq(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_sq_wqe w;
     uint64_t ring;
     uint32_t srq;
-    Qp a, b, c;
-    Env e;
+    QrdmaDpQp a, b, c;
+    QrdmaDpEnv e;
     int i;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     ring = guest_alloc(alloc, 4096);
     cmd.srq.pd = cpu_to_le32(e.pd);
     cmd.srq.max_wr = cpu_to_le32(32);
     cmd.srq.max_sge = cpu_to_le32(1);
     cmd.srq.log2_entries = cpu_to_le32(5);
     cmd.srq.npages = cpu_to_le32(1);
-    cmd.srq.pages_addr = cpu_to_le64(page_list1(&e, ring));
+    cmd.srq.pages_addr = cpu_to_le64(qrdma_dp_page_list1(&e, ring));
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
     srq = le32_to_cpu(cmpl.handle);
 
@@ -1269,7 +845,7 @@ static void test_s33_s34_srq(void *obj, void *data, QGuestAllocator *alloc)
         r.sge[0].lkey = cpu_to_le32(e.lkey);
         qtest_memwrite(e.t.qts, ring + i * 128, &r, sizeof(r));
     }
-    ring_db(&e, QRDMA_DB_SRQ, srq, 4);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SRQ, srq, 4);
     /* the SRQ limit: armed at 3, fires when fewer than 3 are left */
     memset(&cmd, 0, sizeof(cmd));
     cmd.hdr.opcode = QRDMA_CMD_MODIFY_SRQ;
@@ -1278,46 +854,53 @@ static void test_s33_s34_srq(void *obj, void *data, QGuestAllocator *alloc)
     cmd.srq.srq_limit = cpu_to_le32(3);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, NULL), ==, 0);
 
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, srq, &e.cq, &e.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e, &c, QRDMA_QPT_RC, srq, &e.cq, &e.cq), ==,
-                     0);
-    to_rtr(&e, &a, b.qpn);
-    to_rtr(&e, &b, a.qpn);
-    to_rtr(&e, &c, a.qpn);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_RC, srq, &e.cq,
+                                        &e.cq), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &c, QRDMA_QPT_RC, srq, &e.cq,
+                                        &e.cq), ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_to_rtr(&e, &c, a.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
 
-    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x100, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    w = qrdma_dp_wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x100, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     w.wr_id = 0xa1;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x101, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_event(&e, 0, QRDMA_EV_SRQ_LIMIT_REACHED, srq);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x101, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_SRQ_LIMIT_REACHED, srq);
 
     /* S33: b to ERR: nothing of the SRQ's is flushed; LAST_WQE_REACHED */
-    g_assert_cmpuint(modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
-    expect_event(&e, 0, QRDMA_EV_QP_LAST_WQE_REACHED, b.qpn);
-    expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_LAST_WQE_REACHED, b.qpn);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 
     /* S34: c, on the same SRQ, takes what is left */
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_RESET), ==, 0);
     a.sq_pi = a.rq_pi = 0;
-    to_rtr(&e, &a, c.qpn);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &c, 0);
+    qrdma_dp_to_rtr(&e, &a, c.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &c, 0);
     w.wr_id = 0xa2;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x102, c.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x102, c.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
 }
 
 /* An SRQ receive WQE with one 64-byte buffer in data page 1 + (i % 8). */
-static void srq_wqe(Env *e, uint64_t ring, uint32_t log2, uint32_t i)
+static void srq_wqe(QrdmaDpEnv *e, uint64_t ring, uint32_t log2, uint32_t i)
 {
     struct qrdma_rq_wqe r = {
         .wr_id = 0x100 + i,
@@ -1331,7 +914,7 @@ static void srq_wqe(Env *e, uint64_t ring, uint32_t log2, uint32_t i)
                    sizeof(r));
 }
 
-static uint8_t resize_srq(Env *e, uint32_t srq, uint32_t log2,
+static uint8_t resize_srq(QrdmaDpEnv *e, uint32_t srq, uint32_t log2,
                           uint64_t pages_addr, uint32_t mask, uint32_t limit)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_MODIFY_SRQ };
@@ -1346,7 +929,7 @@ static uint8_t resize_srq(Env *e, uint32_t srq, uint32_t log2,
     return qrdma_t_exec(&e->t, &cmd, NULL);
 }
 
-static uint32_t srq_max_wr(Env *e, uint32_t srq)
+static uint32_t srq_max_wr(QrdmaDpEnv *e, uint32_t srq)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_QUERY_SRQ };
     struct qrdma_cmpl cmpl;
@@ -1369,10 +952,10 @@ static void test_srq_resize(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_sq_wqe w;
     uint64_t errors;
     uint32_t srq, i;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     ring4 = guest_alloc(alloc, 4096);
     ring16 = guest_alloc(alloc, 4096);
     ring2 = guest_alloc(alloc, 4096);
@@ -1381,42 +964,45 @@ static void test_srq_resize(void *obj, void *data, QGuestAllocator *alloc)
     cmd.srq.max_sge = cpu_to_le32(1);
     cmd.srq.log2_entries = cpu_to_le32(2);
     cmd.srq.npages = cpu_to_le32(1);
-    cmd.srq.pages_addr = cpu_to_le64(page_list1(&e, ring4));
+    cmd.srq.pages_addr = cpu_to_le64(qrdma_dp_page_list1(&e, ring4));
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
     srq = le32_to_cpu(cmpl.handle);
 
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, srq, &e.cq, &e.cq), ==,
-                     0);
-    to_rtr(&e, &a, b.qpn);
-    to_rtr(&e, &b, a.qpn);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_RC, srq, &e.cq,
+                                        &e.cq), ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
 
     /* 4 posted, the first taken: 3 left at indices 1-3 */
     for (i = 0; i < 4; i++) {
         srq_wqe(&e, ring4, 2, i);
     }
-    ring_db(&e, QRDMA_DB_SRQ, srq, 4);
-    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x100, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SRQ, srq, 4);
+    w = qrdma_dp_wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x100, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
 
     /* refused, changing nothing: 3 WQEs do not fit a ring of 2 */
     errors = qrdma_t_qom_get(&e.t, "guest-errors");
-    g_assert_cmpuint(resize_srq(&e, srq, 1, page_list1(&e, ring2),
+    g_assert_cmpuint(resize_srq(&e, srq, 1, qrdma_dp_page_list1(&e, ring2),
                                 QRDMA_SRQ_ATTR_MAX_WR, 0), ==,
                      QRDMA_STATUS_BAD_PARAM);
     /* a ring over max-srq-wr, and npages that do not match */
-    g_assert_cmpuint(resize_srq(&e, srq, 15, page_list1(&e, ring16),
+    g_assert_cmpuint(resize_srq(&e, srq, 15, qrdma_dp_page_list1(&e, ring16),
                                 QRDMA_SRQ_ATTR_MAX_WR, 0), ==,
                      QRDMA_STATUS_BAD_PARAM);
-    g_assert_cmpuint(resize_srq(&e, srq, 6, page_list1(&e, ring16),
+    g_assert_cmpuint(resize_srq(&e, srq, 6, qrdma_dp_page_list1(&e, ring16),
                                 QRDMA_SRQ_ATTR_MAX_WR, 0), ==,
                      QRDMA_STATUS_BAD_PARAM);
     /* a limit not below the new size */
-    g_assert_cmpuint(resize_srq(&e, srq, 4, page_list1(&e, ring16),
+    g_assert_cmpuint(resize_srq(&e, srq, 4, qrdma_dp_page_list1(&e, ring16),
                                 QRDMA_SRQ_ATTR_MAX_WR | QRDMA_SRQ_ATTR_LIMIT,
                                 16), ==, QRDMA_STATUS_BAD_PARAM);
     /* a page that is not guest RAM */
@@ -1429,7 +1015,7 @@ static void test_srq_resize(void *obj, void *data, QGuestAllocator *alloc)
 
     /* grow to 16, arming the limit at 12 in the same command */
     qtest_memset(e.t.qts, ring16, 0, 4096);
-    g_assert_cmpuint(resize_srq(&e, srq, 4, page_list1(&e, ring16),
+    g_assert_cmpuint(resize_srq(&e, srq, 4, qrdma_dp_page_list1(&e, ring16),
                                 QRDMA_SRQ_ATTR_MAX_WR | QRDMA_SRQ_ATTR_LIMIT,
                                 12), ==, 0);
     g_assert_cmpuint(srq_max_wr(&e, srq), ==, 16);
@@ -1439,45 +1025,45 @@ static void test_srq_resize(void *obj, void *data, QGuestAllocator *alloc)
     for (i = 4; i < 17; i++) {
         srq_wqe(&e, ring16, 4, i);
     }
-    ring_db(&e, QRDMA_DB_SRQ, srq, 17);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SRQ, srq, 17);
     for (i = 1; i < 17; i++) {
         w.wr_id = 0xa0 + i;
-        post_send(&e, &a, &w);
-        expect_cqe(&e, &e.cq, 0x100 + i, b.qpn, QRDMA_WC_RECV,
-                   QRDMA_WC_SUCCESS);
-        expect_cqe(&e, &e.cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
-                   QRDMA_WC_SUCCESS);
+        qrdma_dp_post_send(&e, &a, &w);
+        qrdma_dp_expect_cqe(&e, &e.cq, 0x100 + i, b.qpn, QRDMA_WC_RECV,
+                            QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_cqe(&e, &e.cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
         if (i == 5) {
             /* 11 left: below the limit of 12 */
-            expect_event(&e, 0, QRDMA_EV_SRQ_LIMIT_REACHED, srq);
+            qrdma_dp_expect_event(&e, 0, QRDMA_EV_SRQ_LIMIT_REACHED, srq);
         }
     }
 
     /* empty now: shrink to 2, then post 2 at indices 17 and 18 */
-    g_assert_cmpuint(resize_srq(&e, srq, 1, page_list1(&e, ring2),
+    g_assert_cmpuint(resize_srq(&e, srq, 1, qrdma_dp_page_list1(&e, ring2),
                                 QRDMA_SRQ_ATTR_MAX_WR, 0), ==, 0);
     g_assert_cmpuint(srq_max_wr(&e, srq), ==, 2);
     srq_wqe(&e, ring2, 1, 17);
     srq_wqe(&e, ring2, 1, 18);
-    ring_db(&e, QRDMA_DB_SRQ, srq, 19);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SRQ, srq, 19);
     for (i = 17; i < 19; i++) {
         w.wr_id = 0xa0 + i;
-        post_send(&e, &a, &w);
-        expect_cqe(&e, &e.cq, 0x100 + i, b.qpn, QRDMA_WC_RECV,
-                   QRDMA_WC_SUCCESS);
-        expect_cqe(&e, &e.cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
-                   QRDMA_WC_SUCCESS);
+        qrdma_dp_post_send(&e, &a, &w);
+        qrdma_dp_expect_cqe(&e, &e.cq, 0x100 + i, b.qpn, QRDMA_WC_RECV,
+                            QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_cqe(&e, &e.cq, 0xa0 + i, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
     }
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
-static uint8_t resize_cq(Env *e, Cq *cq, uint32_t log2, uint64_t ring,
-                         uint32_t ci)
+static uint8_t resize_cq(QrdmaDpEnv *e, QrdmaDpCq *cq, uint32_t log2,
+                         uint64_t ring, uint32_t ci)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_RESIZE_CQ };
 
     cmd.cq.cqn = cpu_to_le32(cq->cqn);
-    cmd.cq.pages_addr = cpu_to_le64(page_list1(e, ring));
+    cmd.cq.pages_addr = cpu_to_le64(qrdma_dp_page_list1(e, ring));
     cmd.cq.npages = cpu_to_le32(1);
     cmd.cq.log2_entries = cpu_to_le32(log2);
     cmd.cq.ci = cpu_to_le32(ci);
@@ -1497,28 +1083,30 @@ static void test_cq_resize_outstanding(void *obj, void *data,
     struct qrdma_cqe cqe;
     uint64_t errors, ring;
     uint32_t ah;
-    Qp a, b;
-    Cq cq;
+    QrdmaDpQp a, b;
+    QrdmaDpCq cq;
     int i;
-    Env e;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(create_cq(&e, &cq, 4, 0), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UD, 0, &cq, &cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, 0);
-    to_rtr(&e, &b, 0);
-    to_rts(&e, &a, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_create_cq(&e, &cq, 4, 0), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_UD, 0, &cq, &cq), ==,
+                     0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_UD, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, 0);
+    qrdma_dp_to_rtr(&e, &b, 0);
+    qrdma_dp_to_rts(&e, &a, 0);
     ah = create_ah(&e, 15, QRDMA_VLAN_NONE);
     /* six sends to a QP with no receive posted: six send CQEs */
     for (i = 0; i < 6; i++) {
-        w = wqe_sge(0x10 + i, QRDMA_WR_SEND, e.data, 8, e.lkey);
+        w = qrdma_dp_wqe_sge(0x10 + i, QRDMA_WR_SEND, e.data, 8, e.lkey);
         w.ud.ah = ah;
         w.ud.remote_qpn = cpu_to_le32(b.qpn);
         w.ud.remote_qkey = cpu_to_le32(0x1234);
-        post_send(&e, &a, &w);
+        qrdma_dp_post_send(&e, &a, &w);
     }
-    expect_cqe(&e, &cq, 0x10, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &cq, 0x10, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
     /* the sixth in the ring, not polled: slot 5, phase of the first pass */
     for (i = 0; i < 200; i++) {
         qtest_memread(e.t.qts, cq.ring + 5 * 32, &cqe, sizeof(cqe));
@@ -1547,9 +1135,10 @@ static void test_cq_resize_outstanding(void *obj, void *data,
     cq.ci = 0;
     qtest_writel(e.t.qts, cq.ci_addr, 0);
     for (i = 1; i < 6; i++) {
-        expect_cqe(&e, &cq, 0x10 + i, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_cqe(&e, &cq, 0x10 + i, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
     }
-    expect_no_cqe(&e, &cq);
+    qrdma_dp_expect_no_cqe(&e, &cq);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, errors + 1);
 }
 
@@ -1568,31 +1157,32 @@ static void test_ud_too_long_srq(void *obj, void *data,
     struct qrdma_cqe cqe;
     uint64_t ring;
     uint32_t srq, ah;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     ring = guest_alloc(alloc, 4096);
     cmd.srq.pd = cpu_to_le32(e.pd);
     cmd.srq.max_wr = cpu_to_le32(32);
     cmd.srq.max_sge = cpu_to_le32(1);
     cmd.srq.log2_entries = cpu_to_le32(5);
     cmd.srq.npages = cpu_to_le32(1);
-    cmd.srq.pages_addr = cpu_to_le64(page_list1(&e, ring));
+    cmd.srq.pages_addr = cpu_to_le64(qrdma_dp_page_list1(&e, ring));
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
     srq = le32_to_cpu(cmpl.handle);
     /* 0x100 and 0x101, of 64 bytes each */
     srq_wqe(&e, ring, 5, 0);
     srq_wqe(&e, ring, 5, 1);
-    ring_db(&e, QRDMA_DB_SRQ, srq, 2);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SRQ, srq, 2);
 
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, srq, &e.cq, &e.cq), ==,
-                     0);
-    to_rtr(&e, &a, 0);
-    to_rtr(&e, &b, 0);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_UD, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_UD, srq, &e.cq,
+                                        &e.cq), ==, 0);
+    qrdma_dp_to_rtr(&e, &a, 0);
+    qrdma_dp_to_rtr(&e, &b, 0);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
     memset(&cmd, 0, sizeof(cmd));
     cmd.hdr.opcode = QRDMA_CMD_CREATE_AH;
     cmd.create_ah.pd = cpu_to_le32(e.pd);
@@ -1602,86 +1192,91 @@ static void test_ud_too_long_srq(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
     ah = cmpl.handle;
 
-    write_data(&e, 0, "datagram");
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 100, e.lkey);
+    qrdma_dp_write_data(&e, 0, "datagram");
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 100, e.lkey);
     w.ud.ah = ah;
     w.ud.remote_qpn = cpu_to_le32(b.qpn);
     w.ud.remote_qkey = cpu_to_le32(0x1234);
-    post_send(&e, &a, &w);
-    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    qrdma_dp_post_send(&e, &a, &w);
+    g_assert_true(qrdma_dp_poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0x100);
     g_assert_cmpuint(cqe.status, ==, QRDMA_WC_LOC_LEN_ERR);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     w.wr_id = 0xa2;
     w.sge[0].length = cpu_to_le32(9);
-    post_send(&e, &a, &w);
-    g_assert_true(poll_cq(&e, &e.cq, &cqe));
+    qrdma_dp_post_send(&e, &a, &w);
+    g_assert_true(qrdma_dp_poll_cq(&e, &e.cq, &cqe));
     g_assert_cmphex(cqe.wr_id, ==, 0x101);
     g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + 9);
-    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096 * 2 + 40, "datagram");
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096 * 2 + 40, "datagram");
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 static void test_rnr(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_sq_wqe w;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(1, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_RNR_RETRY_EXC_ERR);
+    qrdma_dp_env_init(&e, obj, alloc);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(1, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_RNR_RETRY_EXC_ERR);
 
     /* with retries: the receive posted in the meantime is taken */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 3);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 3);
     w.wr_id = 2;
-    post_send(&e, &a, &w);
-    expect_no_cqe(&e, &e.cq);
-    post_recv(&e, &b, 0xb2, e.data + 4096, 64, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    qrdma_dp_post_recv(&e, &b, 0xb2, e.data + 4096, 64, e.lkey);
     qtest_clock_step(e.t.qts, 100 * 1000 * 1000);
-    expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
 
     /*
      * RDMA WRITE with immediate meets the RNR condition too, before any
      * data lands: one packet, and 3 KiB at MTU 1024 (a burst of 3).  The
      * retry, after a receive is posted, places it all.
      */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 7);
-    write_data(&e, 0, "write with imm after RNR");
-    w = wqe_sge(4, QRDMA_WR_RDMA_WRITE_WITH_IMM, e.data, 25, e.lkey);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 7);
+    qrdma_dp_write_data(&e, 0, "write with imm after RNR");
+    w = qrdma_dp_wqe_sge(4, QRDMA_WR_RDMA_WRITE_WITH_IMM, e.data, 25, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 8192);
     w.rdma.rkey = cpu_to_le32(e.rkey);
-    post_send(&e, &a, &w);
-    expect_no_cqe(&e, &e.cq);
-    post_recv(&e, &b, 0xb4, e.data + 4096, 64, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    qrdma_dp_post_recv(&e, &b, 0xb4, e.data + 4096, 64, e.lkey);
     qtest_clock_step(e.t.qts, 100 * 1000 * 1000);
-    expect_cqe(&e, &e.cq, 0xb4, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
-               QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
-    expect_data(&e, 8192, "write with imm after RNR");
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb4, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 8192, "write with imm after RNR");
     w.wr_id = 5;
     w.sge[0].length = cpu_to_le32(3072);
     w.rdma.remote_addr = cpu_to_le64(e.data + 12288);
-    post_send(&e, &a, &w);
-    expect_no_cqe(&e, &e.cq);
-    post_recv(&e, &b, 0xb5, e.data + 4096, 64, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    qrdma_dp_post_recv(&e, &b, 0xb5, e.data + 4096, 64, e.lkey);
     qtest_clock_step(e.t.qts, 100 * 1000 * 1000);
-    expect_cqe(&e, &e.cq, 0xb5, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
-               QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
-    expect_data(&e, 12288, "write with imm after RNR");
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb5, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 12288, "write with imm after RNR");
 
     /* UC: no receive, the message is dropped, the sender succeeds */
-    pair(&e, &a, &b, QRDMA_QPT_UC, 0);
-    w = wqe_sge(3, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_UC, 0);
+    w = qrdma_dp_wqe_sge(3, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 /* Completion events, and the async events the device raises. */
@@ -1689,47 +1284,55 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct qrdma_sq_wqe w;
     QDict *rsp;
-    Cq small;
-    Qp a, b;
-    Env e;
+    QrdmaDpCq small;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, b.qpn);
-    to_rtr(&e, &b, a.qpn);
-    to_rts(&e, &a, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
 
     /* COMM_EST: the first message reaches b while it is in RTR */
-    ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, QRDMA_DB_CQ_ARM_NEXT);
-    post_recv(&e, &b, 0xb0, e.data, 64, e.lkey);
-    w = wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_event(&e, 0, QRDMA_EV_COMM_EST, b.qpn);
+    qrdma_dp_ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, QRDMA_DB_CQ_ARM_NEXT);
+    qrdma_dp_post_recv(&e, &b, 0xb0, e.data, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(0xa0, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_COMM_EST, b.qpn);
     /* the CQ was armed: one completion event on its EQ, then disarmed */
-    expect_event(&e, 1, QRDMA_EV_COMPLETION, e.cq.cqn);
-    expect_cqe(&e, &e.cq, 0xb0, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_event(&e, 1, QRDMA_EV_COMPLETION, e.cq.cqn);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb0, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa0, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_readl(&e.t, QRDMA_REG_EQ(1) + QRDMA_REG_EQ_PI),
                      ==, 1);
 
     /* solicited arming: only a solicited CQE (or an error) wakes */
-    to_rts(&e, &b, 0);
-    ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, QRDMA_DB_CQ_ARM_SOLICITED);
-    post_recv(&e, &b, 0xb1, e.data, 64, e.lkey);
+    qrdma_dp_to_rts(&e, &b, 0);
+    qrdma_dp_ring_db(&e, QRDMA_DB_CQ_ARM, e.cq.cqn, QRDMA_DB_CQ_ARM_SOLICITED);
+    qrdma_dp_post_recv(&e, &b, 0xb1, e.data, 64, e.lkey);
     w.wr_id = 0xa1;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_readl(&e.t, QRDMA_REG_EQ(1) + QRDMA_REG_EQ_PI),
                      ==, 1);
-    post_recv(&e, &b, 0xb2, e.data, 64, e.lkey);
+    qrdma_dp_post_recv(&e, &b, 0xb2, e.data, 64, e.lkey);
     w.wr_id = 0xa2;
     w.flags |= QRDMA_WQE_F_SOLICITED;
-    post_send(&e, &a, &w);
-    expect_event(&e, 1, QRDMA_EV_COMPLETION, e.cq.cqn);
-    expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_event(&e, 1, QRDMA_EV_COMPLETION, e.cq.cqn);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
 
     /* SQ_DRAINED on RTS -> SQD with notification */
     {
@@ -1740,25 +1343,25 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
             .en_sqd_async_notify = 1,
         };
         g_assert_cmpuint(qrdma_t_modify_qp(&e.t, 0, a.qpn, &at), ==, 0);
-        expect_event(&e, 0, QRDMA_EV_SQ_DRAINED, a.qpn);
+        qrdma_dp_expect_event(&e, 0, QRDMA_EV_SQ_DRAINED, a.qpn);
     }
 
     /* CQ_ERR: a CQ of two entries whose consumer never polls */
-    g_assert_cmpuint(create_cq(&e, &small, 1, 1), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UD, 0, &small, &small), ==,
-                     0);
-    to_rtr(&e, &b, 0);
-    to_rts(&e, &b, 0);
+    g_assert_cmpuint(qrdma_dp_create_cq(&e, &small, 1, 1), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_UD, 0, &small,
+                                        &small), ==, 0);
+    qrdma_dp_to_rtr(&e, &b, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
     /* a bad opcode: an error CQE, the SQ in SQE, the next two flushed */
-    w = wqe_sge(1, 0x55, e.data, 8, e.lkey);
-    post_send(&e, &b, &w);
+    w = qrdma_dp_wqe_sge(1, 0x55, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &b, &w);
     w.wr_id = 2;
-    post_send(&e, &b, &w);
+    qrdma_dp_post_send(&e, &b, &w);
     w.wr_id = 3;
-    post_send(&e, &b, &w);
-    expect_event(&e, 0, QRDMA_EV_CQ_ERR, small.cqn);
+    qrdma_dp_post_send(&e, &b, &w);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_CQ_ERR, small.cqn);
     /* the QP whose completion was lost: QP_FATAL, and ERR */
-    expect_event(&e, 0, QRDMA_EV_QP_FATAL, b.qpn);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_FATAL, b.qpn);
     {
         struct qrdma_query_qp_resp r;
 
@@ -1770,11 +1373,11 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
     rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
                     "{ 'name': 'qrdma0', 'up': false } }");
     qobject_unref(rsp);
-    expect_event(&e, 0, QRDMA_EV_PORT_ERR, 1);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_PORT_ERR, 1);
     rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
                     "{ 'name': 'qrdma0', 'up': true } }");
     qobject_unref(rsp);
-    expect_event(&e, 0, QRDMA_EV_PORT_ACTIVE, 1);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_PORT_ACTIVE, 1);
     /*
      * A set_link that leaves the link as it was raises nothing: the next
      * event is the PORT_ERR of the next change, not a second PORT_ACTIVE.
@@ -1785,9 +1388,8 @@ static void test_events(void *obj, void *data, QGuestAllocator *alloc)
     rsp = qtest_qmp(e.t.qts, "{ 'execute': 'set_link', 'arguments': "
                     "{ 'name': 'qrdma0', 'up': false } }");
     qobject_unref(rsp);
-    expect_event(&e, 0, QRDMA_EV_PORT_ERR, 1);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_PORT_ERR, 1);
 }
-
 
 /* Fast registration: an MR from a page list by a WQE, then invalidated. */
 static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
@@ -1797,11 +1399,11 @@ static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
     uint32_t key;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     cmd.alloc_mr.pd = cpu_to_le32(e.pd);
     cmd.alloc_mr.max_pages = cpu_to_le32(4);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
@@ -1809,14 +1411,14 @@ static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     key = (le32_to_cpu(cmpl.handle) & ~0xffu) | 0x42;
 
     /* not registered yet: remote access fails */
-    w = wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+    w = qrdma_dp_wqe_sge(1, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(0x50000000);
     w.rdma.rkey = cpu_to_le32(key);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
-    expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 1, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_ACCESS_ERR, b.qpn);
 
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     pages[0] = e.data + 4096 * 12;
     pages[1] = e.data + 4096 * 11;
     memset(&w, 0, sizeof(w));
@@ -1831,18 +1433,19 @@ static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
                                   QRDMA_ACCESS_REMOTE_WRITE);
     w.reg_mr.npages = cpu_to_le32(2);
     w.reg_mr.page_shift = 12;
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 2, a.qpn, QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
 
     /* the second page of the region is the first page of the list... */
-    write_data(&e, 0, "fast");
-    w = wqe_sge(3, QRDMA_WR_RDMA_WRITE, e.data, 5, e.lkey);
+    qrdma_dp_write_data(&e, 0, "fast");
+    w = qrdma_dp_wqe_sge(3, QRDMA_WR_RDMA_WRITE, e.data, 5, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(0x50000000 + 4096);
     w.rdma.rkey = cpu_to_le32(key);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 3, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
     /* ...in reverse order here: page 1 of the region is data page 11 */
-    expect_data(&e, 4096 * 11, "fast");
+    qrdma_dp_expect_data(&e, 4096 * 11, "fast");
 
     /* invalidated: gone for remote access */
     memset(&w, 0, sizeof(w));
@@ -1850,64 +1453,19 @@ static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     w.opcode = QRDMA_WR_LOCAL_INV;
     w.flags = QRDMA_WQE_F_SIGNALED;
     w.imm_data = cpu_to_le32(key);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_LOCAL_INV, QRDMA_WC_SUCCESS);
-    w = wqe_sge(5, QRDMA_WR_RDMA_WRITE, e.data, 5, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_LOCAL_INV,
+                        QRDMA_WC_SUCCESS);
+    w = qrdma_dp_wqe_sge(5, QRDMA_WR_RDMA_WRITE, e.data, 5, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(0x50000000);
     w.rdma.rkey = cpu_to_le32(key);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
-}
-
-static uint32_t alloc_mw(Env *e, uint32_t pd, uint8_t type, uint32_t *handle)
-{
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_MW };
-    struct qrdma_cmpl cmpl;
-
-    cmd.alloc_mw.pd = cpu_to_le32(pd);
-    cmd.alloc_mw.type = type;
-    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
-    if (handle) {
-        *handle = le32_to_cpu(cmpl.handle);
-    }
-    return le32_to_cpu(cmpl.data[0]);
-}
-
-/* The next key of a window, as ibv_inc_rkey() makes it. */
-static uint32_t next_key(uint32_t key)
-{
-    return (key & ~0xffu) | ((key + 1) & 0xff);
-}
-
-static struct qrdma_sq_wqe wqe_bind(uint64_t wr_id, uint32_t key,
-                                    uint32_t lkey, uint64_t addr,
-                                    uint64_t len, uint32_t access)
-{
-    struct qrdma_sq_wqe w = {
-        .wr_id = wr_id,
-        .opcode = QRDMA_WR_BIND_MW,
-        .flags = QRDMA_WQE_F_SIGNALED,
-    };
-
-    w.bind_mw.key = cpu_to_le32(key);
-    w.bind_mw.mr_lkey = cpu_to_le32(lkey);
-    w.bind_mw.addr = cpu_to_le64(addr);
-    w.bind_mw.length = cpu_to_le64(len);
-    w.bind_mw.access = cpu_to_le32(access);
-    return w;
-}
-
-/* Post w on qp and expect its CQE. */
-static void run_wqe(Env *e, Qp *qp, struct qrdma_sq_wqe w, uint8_t opcode,
-                    uint8_t status)
-{
-    post_send(e, qp, &w);
-    expect_cqe(e, &e->cq, w.wr_id, qp->qpn, opcode, status);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, a.qpn, 0, QRDMA_WC_REM_ACCESS_ERR);
 }
 
 /* LOCAL_INV of key on qp. */
-static void local_inv(Env *e, Qp *qp, uint64_t wr_id, uint32_t key,
-                      uint8_t status)
+static void local_inv(QrdmaDpEnv *e, QrdmaDpQp *qp, uint64_t wr_id,
+                      uint32_t key, uint8_t status)
 {
     struct qrdma_sq_wqe w = {
         .wr_id = wr_id,
@@ -1916,22 +1474,23 @@ static void local_inv(Env *e, Qp *qp, uint64_t wr_id, uint32_t key,
         .imm_data = cpu_to_le32(key),
     };
 
-    run_wqe(e, qp, w, QRDMA_WC_LOCAL_INV, status);
+    qrdma_dp_run_wqe(e, qp, w, QRDMA_WC_LOCAL_INV, status);
 }
 
 /* An RDMA WRITE or READ of len bytes at data offset 0, a to b via rkey. */
-static void rdma_via(Env *e, Qp *a, Qp *b, uint64_t wr_id, uint8_t opcode,
-                     uint32_t rkey, uint64_t addr, uint32_t len,
-                     uint8_t status)
+static void rdma_via(QrdmaDpEnv *e, QrdmaDpQp *a, QrdmaDpQp *b,
+                     uint64_t wr_id, uint8_t opcode, uint32_t rkey,
+                     uint64_t addr, uint32_t len, uint8_t status)
 {
-    struct qrdma_sq_wqe w = wqe_sge(wr_id, opcode, e->data, len, e->lkey);
+    struct qrdma_sq_wqe w =
+        qrdma_dp_wqe_sge(wr_id, opcode, e->data, len, e->lkey);
 
     w.rdma.remote_addr = cpu_to_le64(addr);
     w.rdma.rkey = cpu_to_le32(rkey);
-    run_wqe(e, a, w, opcode == QRDMA_WR_RDMA_READ ? QRDMA_WC_RDMA_READ :
-            QRDMA_WC_RDMA_WRITE, status);
+    qrdma_dp_run_wqe(e, a, w, opcode == QRDMA_WR_RDMA_READ ?
+                     QRDMA_WC_RDMA_READ : QRDMA_WC_RDMA_WRITE, status);
     if (status == QRDMA_WC_REM_ACCESS_ERR) {
-        expect_event(e, 0, QRDMA_EV_QP_ACCESS_ERR, b->qpn);
+        qrdma_dp_expect_event(e, 0, QRDMA_EV_QP_ACCESS_ERR, b->qpn);
     }
 }
 
@@ -1939,25 +1498,26 @@ static void rdma_via(Env *e, Qp *a, Qp *b, uint64_t wr_id, uint8_t opcode,
  * A fresh pair, and the type 2 window of *key invalidated (from a, any QP
  * of the PD may) and bound again by b, under the next key.
  */
-static void rebind2(Env *e, Qp *a, Qp *b, uint32_t *key, uint32_t mr)
+static void rebind2(QrdmaDpEnv *e, QrdmaDpQp *a, QrdmaDpQp *b, uint32_t *key,
+                    uint32_t mr)
 {
-    pair(e, a, b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(e, a, b, QRDMA_QPT_RC, 0);
     local_inv(e, a, 0x10, *key, QRDMA_WC_SUCCESS);
-    *key = next_key(*key);
-    run_wqe(e, b, wqe_bind(0x11, *key, mr, 0x10000100, 256,
-                           QRDMA_ACCESS_REMOTE_WRITE |
-                           QRDMA_ACCESS_LOCAL_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    *key = qrdma_dp_next_key(*key);
+    qrdma_dp_run_wqe(e, b, qrdma_dp_wqe_bind(0x11, *key, mr, 0x10000100, 256,
+                                             QRDMA_ACCESS_REMOTE_WRITE |
+                                             QRDMA_ACCESS_LOCAL_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
 }
 
 /* A bind on a fresh pair that fails with status (and takes a to ERR). */
-static void bind_fails(Env *e, struct qrdma_sq_wqe w, uint8_t status)
+static void bind_fails(QrdmaDpEnv *e, struct qrdma_sq_wqe w, uint8_t status)
 {
     uint64_t errors = qrdma_t_qom_get(&e->t, "guest-errors");
-    Qp a, b;
+    QrdmaDpQp a, b;
 
-    pair(e, &a, &b, QRDMA_QPT_RC, 0);
-    run_wqe(e, &a, w, QRDMA_WC_BIND_MW, status);
+    qrdma_dp_pair(e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_run_wqe(e, &a, w, QRDMA_WC_BIND_MW, status);
     g_assert_cmpuint(qrdma_t_qom_get(&e->t, "guest-errors"), >, errors);
     /* S31: the QP went to ERR; what follows is flushed */
     rdma_via(e, &a, &b, 0x99, QRDMA_WR_RDMA_WRITE, e->lkey, e->data, 8,
@@ -1968,32 +1528,32 @@ static void bind_fails(Env *e, struct qrdma_sq_wqe w, uint8_t status)
 static void test_mw_type2(void *obj, void *data, QGuestAllocator *alloc)
 {
     uint32_t mr, rkey, key, handle;
-    Qp a, b, c, d;
-    Env e;
+    QrdmaDpQp a, b, c, d;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    g_assert_true(device_caps(&e) & QRDMA_DEV_CAP_MW);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_true(qrdma_dp_device_caps(&e) & QRDMA_DEV_CAP_MW);
     /* data pages 10-11 at iova 0x10000000, no remote right of its own */
-    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
-                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
-    rkey = alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, &handle);
+    mr = qrdma_dp_reg_mr(&e, e.pd, 4096 * 10, 8192,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    rkey = qrdma_dp_alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, &handle);
 
     /* unbound: no access */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     rdma_via(&e, &a, &b, 1, QRDMA_WR_RDMA_WRITE, rkey, 0x10000100, 8,
              QRDMA_WC_REM_ACCESS_ERR);
 
     /* bound by b to 256 bytes at 0x10000100, remote write */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    key = next_key(rkey);
-    run_wqe(&e, &b, wqe_bind(2, key, mr, 0x10000100, 256,
-                             QRDMA_ACCESS_REMOTE_WRITE |
-                             QRDMA_ACCESS_LOCAL_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
-    write_data(&e, 0, "through a window");
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = qrdma_dp_next_key(rkey);
+    qrdma_dp_run_wqe(&e, &b, qrdma_dp_wqe_bind(2, key, mr, 0x10000100, 256,
+                                               QRDMA_ACCESS_REMOTE_WRITE |
+                                               QRDMA_ACCESS_LOCAL_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_write_data(&e, 0, "through a window");
     rdma_via(&e, &a, &b, 3, QRDMA_WR_RDMA_WRITE, key, 0x10000108, 17,
              QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096 * 10 + 0x108, "through a window");
+    qrdma_dp_expect_data(&e, 4096 * 10 + 0x108, "through a window");
     /* the last bytes of the window, then one byte past it */
     rdma_via(&e, &a, &b, 4, QRDMA_WR_RDMA_WRITE, key, 0x100001f8, 8,
              QRDMA_WC_SUCCESS);
@@ -2013,58 +1573,60 @@ static void test_mw_type2(void *obj, void *data, QGuestAllocator *alloc)
 
     /* type 2B: through another QP of the PD, no access */
     rebind2(&e, &a, &b, &key, mr);
-    pair(&e, &c, &d, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &c, &d, QRDMA_QPT_RC, 0);
     rdma_via(&e, &c, &d, 9, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
              QRDMA_WC_REM_ACCESS_ERR);
     /* windows are for remote access: as an lkey it fails */
     {
-        struct qrdma_sq_wqe w = wqe_sge(10, QRDMA_WR_RDMA_WRITE, 0x10000100,
-                                        8, key);
+        struct qrdma_sq_wqe w =
+            qrdma_dp_wqe_sge(10, QRDMA_WR_RDMA_WRITE, 0x10000100, 8, key);
 
         w.rdma.remote_addr = cpu_to_le64(e.data);
         w.rdma.rkey = cpu_to_le32(e.lkey);
-        run_wqe(&e, &b, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_LOC_PROT_ERR);
+        qrdma_dp_run_wqe(&e, &b, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_LOC_PROT_ERR);
     }
 
     /* bound already: a second bind fails, LOCAL_INV must come first */
     rebind2(&e, &a, &b, &key, mr);
-    run_wqe(&e, &b, wqe_bind(11, next_key(key), mr, 0x10000000, 8,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_MW_BIND_ERR);
+    qrdma_dp_run_wqe(&e, &b, qrdma_dp_wqe_bind(11, qrdma_dp_next_key(key), mr,
+                                               0x10000000, 8,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_MW_BIND_ERR);
 
     /* SEND_WITH_INV from the peer invalidates it at b */
     rebind2(&e, &a, &b, &key, mr);
-    post_recv(&e, &b, 12, e.data + 8192, 64, e.lkey);
+    qrdma_dp_post_recv(&e, &b, 12, e.data + 8192, 64, e.lkey);
     {
-        struct qrdma_sq_wqe w = wqe_sge(13, QRDMA_WR_SEND_WITH_INV, e.data,
-                                        4, e.lkey);
+        struct qrdma_sq_wqe w =
+            qrdma_dp_wqe_sge(13, QRDMA_WR_SEND_WITH_INV, e.data, 4, e.lkey);
         struct qrdma_cqe cqe;
 
         w.imm_data = cpu_to_le32(key);
-        post_send(&e, &a, &w);
-        g_assert_true(poll_cq(&e, &e.cq, &cqe));
+        qrdma_dp_post_send(&e, &a, &w);
+        g_assert_true(qrdma_dp_poll_cq(&e, &e.cq, &cqe));
         g_assert_cmphex(cqe.wr_id, ==, 12);
         g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
         g_assert_true(cqe.flags & QRDMA_CQE_F_WITH_INV);
         g_assert_cmphex(le32_to_cpu(cqe.imm_data), ==, key);
-        expect_cqe(&e, &e.cq, 13, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_cqe(&e, &e.cq, 13, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
     }
     rdma_via(&e, &a, &b, 14, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
              QRDMA_WC_REM_ACCESS_ERR);
 
     /* destroying its QP unbinds it: a bind needs no LOCAL_INV then */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    key = next_key(key);
-    run_wqe(&e, &b, wqe_bind(15, key, mr, 0x10000100, 256,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = qrdma_dp_next_key(key);
+    qrdma_dp_run_wqe(&e, &b, qrdma_dp_wqe_bind(15, key, mr, 0x10000100, 256,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
                      ==, QRDMA_STATUS_OK);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    key = next_key(key);
-    run_wqe(&e, &b, wqe_bind(16, key, mr, 0x10000100, 256,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = qrdma_dp_next_key(key);
+    qrdma_dp_run_wqe(&e, &b, qrdma_dp_wqe_bind(16, key, mr, 0x10000100, 256,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
     rdma_via(&e, &a, &b, 17, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
              QRDMA_WC_SUCCESS);
 
@@ -2073,7 +1635,7 @@ static void test_mw_type2(void *obj, void *data, QGuestAllocator *alloc)
                      ==, QRDMA_STATUS_OK);
     rdma_via(&e, &a, &b, 18, QRDMA_WR_RDMA_WRITE, key, 0x10000100, 8,
              QRDMA_WC_REM_ACCESS_ERR);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 /*
@@ -2085,145 +1647,145 @@ static void test_mw_type1(void *obj, void *data, QGuestAllocator *alloc)
 {
     uint32_t mr, rkey, key, key2, no_bind, no_lw, pd2;
     struct qrdma_sq_wqe w;
-    Qp a, b, u;
-    Env e;
+    QrdmaDpQp a, b, u;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
-                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
-    rkey = alloc_mw(&e, e.pd, QRDMA_MW_TYPE_1, NULL);
-    key2 = next_key(alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, NULL));
+    qrdma_dp_env_init(&e, obj, alloc);
+    mr = qrdma_dp_reg_mr(&e, e.pd, 4096 * 10, 8192,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    rkey = qrdma_dp_alloc_mw(&e, e.pd, QRDMA_MW_TYPE_1, NULL);
+    key2 =
+        qrdma_dp_next_key(qrdma_dp_alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, NULL));
 
     /* bound on a, used through b as responder: the whole MR, both ways */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    key = next_key(rkey);
-    run_wqe(&e, &a, wqe_bind(1, key, mr, 0x10000000, 8192,
-                             QRDMA_ACCESS_REMOTE_WRITE |
-                             QRDMA_ACCESS_REMOTE_READ),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
-    write_data(&e, 0, "type one");
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = qrdma_dp_next_key(rkey);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_bind(1, key, mr, 0x10000000, 8192,
+                                               QRDMA_ACCESS_REMOTE_WRITE |
+                                               QRDMA_ACCESS_REMOTE_READ),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_write_data(&e, 0, "type one");
     rdma_via(&e, &a, &b, 2, QRDMA_WR_RDMA_WRITE, key, 0x10001ff0, 9,
              QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096 * 11 + 0xff0, "type one");
+    qrdma_dp_expect_data(&e, 4096 * 11 + 0xff0, "type one");
     rdma_via(&e, &b, &a, 3, QRDMA_WR_RDMA_READ, key, 0x10000000, 16,
              QRDMA_WC_SUCCESS);
 
     /* rebound while bound, read only: the old key is dead */
-    run_wqe(&e, &b, wqe_bind(4, next_key(key), mr, 0x10000000, 64,
-                             QRDMA_ACCESS_REMOTE_READ),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &b, qrdma_dp_wqe_bind(4, qrdma_dp_next_key(key), mr,
+                                               0x10000000, 64,
+                                               QRDMA_ACCESS_REMOTE_READ),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
     rdma_via(&e, &a, &b, 5, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 8,
              QRDMA_WC_REM_ACCESS_ERR);
-    key = next_key(key);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = qrdma_dp_next_key(key);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     rdma_via(&e, &a, &b, 6, QRDMA_WR_RDMA_READ, key, 0x10000000, 64,
              QRDMA_WC_SUCCESS);
     rdma_via(&e, &a, &b, 7, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 8,
              QRDMA_WC_REM_ACCESS_ERR);
 
     /* LOCAL_INV is for type 2; a bind of length 0 unbinds type 1 */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     local_inv(&e, &a, 8, key, QRDMA_WC_LOC_PROT_ERR);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    run_wqe(&e, &a, wqe_bind(9, next_key(key), 0, 0, 0, 0),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
-    rdma_via(&e, &a, &b, 10, QRDMA_WR_RDMA_READ, next_key(key), 0x10000000,
-             8, QRDMA_WC_REM_ACCESS_ERR);
-    key = next_key(key);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_bind(9, qrdma_dp_next_key(key), 0, 0,
+                                               0, 0),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    rdma_via(&e, &a, &b, 10, QRDMA_WR_RDMA_READ, qrdma_dp_next_key(key),
+             0x10000000, 8, QRDMA_WC_REM_ACCESS_ERR);
+    key = qrdma_dp_next_key(key);
 
     /* the MR goes: the window bound to it gives no access */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    key = next_key(key);
-    run_wqe(&e, &a, wqe_bind(11, key, mr, 0x10000000, 8192,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    key = qrdma_dp_next_key(key);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_bind(11, key, mr, 0x10000000, 8192,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEREG_MR, 0, mr), ==,
                      QRDMA_STATUS_OK);
-    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
-                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    mr = qrdma_dp_reg_mr(&e, e.pd, 4096 * 10, 8192,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
     rdma_via(&e, &a, &b, 12, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 8,
              QRDMA_WC_REM_ACCESS_ERR);
 
     /* refused binds: MW_BIND_ERR, traced and logged */
-    key = next_key(key);
-    no_bind = reg_mr(&e, e.pd, 4096 * 12, 4096,
-                     QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE);
-    no_lw = reg_mr(&e, e.pd, 4096 * 13, 4096,
-                   QRDMA_ACCESS_MW_BIND | QRDMA_ACCESS_REMOTE_READ);
-    bind_fails(&e, wqe_bind(20, key, no_bind, 0x10000000, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(21, key, no_lw, 0x10000000, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(22, key, no_lw, 0x10000000, 8,
-                            QRDMA_ACCESS_REMOTE_ATOMIC), QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(23, key, mr, 0x10001ff8, 16,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(24, key, mr, 0x0fffffff, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
-    /* bit 5, zero-based, and an unknown bit */
-    bind_fails(&e, wqe_bind(25, key, mr, 0x10000000, 8, 1u << 5),
+    key = qrdma_dp_next_key(key);
+    no_bind = qrdma_dp_reg_mr(&e, e.pd, 4096 * 12, 4096,
+                              QRDMA_ACCESS_LOCAL_WRITE |
+                              QRDMA_ACCESS_REMOTE_WRITE);
+    no_lw = qrdma_dp_reg_mr(&e, e.pd, 4096 * 13, 4096,
+                            QRDMA_ACCESS_MW_BIND | QRDMA_ACCESS_REMOTE_READ);
+    bind_fails(&e, qrdma_dp_wqe_bind(20, key, no_bind, 0x10000000, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
                QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(26, key, mr, 0x10000000, 8, 1u << 9),
+    bind_fails(&e, qrdma_dp_wqe_bind(21, key, no_lw, 0x10000000, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(22, key, no_lw, 0x10000000, 8,
+                                     QRDMA_ACCESS_REMOTE_ATOMIC),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(23, key, mr, 0x10001ff8, 16,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(24, key, mr, 0x0fffffff, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
+    /* bit 5, zero-based, and an unknown bit */
+    bind_fails(&e, qrdma_dp_wqe_bind(25, key, mr, 0x10000000, 8, 1u << 5),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(26, key, mr, 0x10000000, 8, 1u << 9),
                QRDMA_WC_MW_BIND_ERR);
     /* keys that name no window: slot, high bits, an MR's key */
-    bind_fails(&e, wqe_bind(27, QRDMA_KEY_MW | 0x7fff00, mr, 0x10000000, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(28, key | 0x01000000, mr, 0x10000000, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(29, mr, mr, 0x10000000, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(27, QRDMA_KEY_MW | 0x7fff00, mr,
+                                     0x10000000, 8, QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(28, key | 0x01000000, mr, 0x10000000, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(29, mr, mr, 0x10000000, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
     /* an MR key with the wrong key byte, the local DMA key */
-    bind_fails(&e, wqe_bind(30, key, mr ^ 1, 0x10000000, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
-    bind_fails(&e, wqe_bind(31, key, QRDMA_LOCAL_DMA_LKEY, e.data, 8,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(30, key, mr ^ 1, 0x10000000, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(31, key, QRDMA_LOCAL_DMA_LKEY, e.data, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
     /* type 2 needs a range */
-    bind_fails(&e, wqe_bind(32, key2, mr, 0x10000000, 0,
-                            QRDMA_ACCESS_REMOTE_WRITE), QRDMA_WC_MW_BIND_ERR);
+    bind_fails(&e, qrdma_dp_wqe_bind(32, key2, mr, 0x10000000, 0,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
+               QRDMA_WC_MW_BIND_ERR);
     /* a window of another PD */
     pd2 = qrdma_t_alloc_pd(&e.t, 0);
-    bind_fails(&e, wqe_bind(33, next_key(alloc_mw(&e, pd2, QRDMA_MW_TYPE_1,
-                                                  NULL)),
-                            mr, 0x10000000, 8, QRDMA_ACCESS_REMOTE_WRITE),
+    bind_fails(&e, qrdma_dp_wqe_bind(33,
+                                     qrdma_dp_next_key(
+                                         qrdma_dp_alloc_mw(&e, pd2,
+                                                           QRDMA_MW_TYPE_1,
+                                                           NULL)),
+                                     mr, 0x10000000, 8,
+                                     QRDMA_ACCESS_REMOTE_WRITE),
                QRDMA_WC_MW_BIND_ERR);
     /* read over an MR without local write is fine */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    run_wqe(&e, &a, wqe_bind(34, key, no_lw, 0x10000000, 4096,
-                             QRDMA_ACCESS_REMOTE_READ),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_bind(34, key, no_lw, 0x10000000, 4096,
+                                               QRDMA_ACCESS_REMOTE_READ),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
 
     /* inline, and UD QPs, take no bind */
-    w = wqe_bind(35, key, mr, 0x10000000, 8, QRDMA_ACCESS_REMOTE_WRITE);
+    w = qrdma_dp_wqe_bind(35, key, mr, 0x10000000, 8,
+                          QRDMA_ACCESS_REMOTE_WRITE);
     w.flags |= QRDMA_WQE_F_INLINE;
-    run_wqe(&e, &a, w, QRDMA_WC_BIND_MW, QRDMA_WC_LOC_QP_OP_ERR);
-    g_assert_cmpuint(create_qp(&e, &u, QRDMA_QPT_UD, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &u, 0);
-    to_rts(&e, &u, 0);
-    run_wqe(&e, &u, wqe_bind(36, key, mr, 0x10000000, 8,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_LOC_QP_OP_ERR);
-    expect_no_cqe(&e, &e.cq);
-}
-
-/* A fast registration of 2 pages (data pages 12-13) at iova 0x50000000. */
-static struct qrdma_sq_wqe wqe_fast_reg(Env *e, uint64_t wr_id, uint32_t key,
-                                        uint32_t access)
-{
-    uint64_t pages[2] = { e->data + 4096 * 12, e->data + 4096 * 13 };
-    struct qrdma_sq_wqe w = {
-        .wr_id = wr_id,
-        .opcode = QRDMA_WR_REG_MR,
-        .flags = QRDMA_WQE_F_SIGNALED,
-    };
-
-    w.reg_mr.iova = cpu_to_le64(0x50000000);
-    w.reg_mr.length = cpu_to_le64(8192);
-    w.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages, 2));
-    w.reg_mr.key = cpu_to_le32(key);
-    w.reg_mr.access = cpu_to_le32(access);
-    w.reg_mr.npages = cpu_to_le32(2);
-    w.reg_mr.page_shift = 12;
-    return w;
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_BIND_MW, QRDMA_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &u, QRDMA_QPT_UD, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &u, 0);
+    qrdma_dp_to_rts(&e, &u, 0);
+    qrdma_dp_run_wqe(&e, &u, qrdma_dp_wqe_bind(36, key, mr, 0x10000000, 8,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 /*
@@ -2236,37 +1798,37 @@ static void test_mw_more(void *obj, void *data, QGuestAllocator *alloc)
     uint32_t mr, key, fr, w1;
     struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
-    mr = reg_mr(&e, e.pd, 4096 * 10, 8192,
-                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    qrdma_dp_env_init(&e, obj, alloc);
+    mr = qrdma_dp_reg_mr(&e, e.pd, 4096 * 10, 8192,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
 
     /* UC binds type 2 windows and writes through them */
-    pair(&e, &a, &b, QRDMA_QPT_UC, 0);
-    key = next_key(alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, NULL));
-    run_wqe(&e, &b, wqe_bind(1, key, mr, 0x10000000, 64,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
-    write_data(&e, 0, "uc window");
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_UC, 0);
+    key = qrdma_dp_next_key(qrdma_dp_alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2, NULL));
+    qrdma_dp_run_wqe(&e, &b, qrdma_dp_wqe_bind(1, key, mr, 0x10000000, 64,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_write_data(&e, 0, "uc window");
     rdma_via(&e, &a, &b, 2, QRDMA_WR_RDMA_WRITE, key, 0x10000000, 10,
              QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096 * 10, "uc window");
+    qrdma_dp_expect_data(&e, 4096 * 10, "uc window");
 
     /* an atomic through a window with the atomic right, and without */
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w1 = next_key(alloc_mw(&e, e.pd, QRDMA_MW_TYPE_1, NULL));
-    run_wqe(&e, &a, wqe_bind(3, w1, mr, 0x10001000, 4096,
-                             QRDMA_ACCESS_REMOTE_ATOMIC),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w1 = qrdma_dp_next_key(qrdma_dp_alloc_mw(&e, e.pd, QRDMA_MW_TYPE_1, NULL));
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_bind(3, w1, mr, 0x10001000, 4096,
+                                               QRDMA_ACCESS_REMOTE_ATOMIC),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
     qtest_writeq(e.t.qts, e.data + 4096 * 11 + 8, 40);
-    w = wqe_sge(4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + 4096 * 9, 8,
-                e.lkey);
+    w = qrdma_dp_wqe_sge(4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + 4096 * 9, 8,
+                         e.lkey);
     w.rdma.remote_addr = cpu_to_le64(0x10001008);
     w.rdma.rkey = cpu_to_le32(w1);
     w.rdma.compare_add = cpu_to_le64(2);
-    run_wqe(&e, &a, w, QRDMA_WC_FETCH_ADD, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_FETCH_ADD, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 11 + 8), ==, 42);
     g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 4096 * 9), ==, 40);
     rdma_via(&e, &a, &b, 5, QRDMA_WR_RDMA_WRITE, w1, 0x10001008, 8,
@@ -2277,18 +1839,19 @@ static void test_mw_more(void *obj, void *data, QGuestAllocator *alloc)
     cmd.alloc_mr.max_pages = cpu_to_le32(2);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
     fr = (le32_to_cpu(cmpl.handle) & ~0xffu) | 0x42;
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    run_wqe(&e, &a, wqe_fast_reg(&e, 6, fr, QRDMA_ACCESS_LOCAL_WRITE |
-                                 QRDMA_ACCESS_MW_BIND),
-            QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
-    w1 = next_key(w1);
-    run_wqe(&e, &a, wqe_bind(7, w1, fr, 0x50001000, 4096,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
-    write_data(&e, 0, "fast window");
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_fast_reg(&e, 6, fr,
+                                                   QRDMA_ACCESS_LOCAL_WRITE |
+                                                   QRDMA_ACCESS_MW_BIND),
+                     QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    w1 = qrdma_dp_next_key(w1);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_bind(7, w1, fr, 0x50001000, 4096,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_write_data(&e, 0, "fast window");
     rdma_via(&e, &a, &b, 8, QRDMA_WR_RDMA_WRITE, w1, 0x50001000, 12,
              QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096 * 13, "fast window");
+    qrdma_dp_expect_data(&e, 4096 * 13, "fast window");
     /*
      * Invalidating the MR unbinds the window: it stays unbound once the
      * MR is registered again.  Registering it again unbinds it too.
@@ -2296,83 +1859,25 @@ static void test_mw_more(void *obj, void *data, QGuestAllocator *alloc)
     local_inv(&e, &a, 9, fr, QRDMA_WC_SUCCESS);
     rdma_via(&e, &a, &b, 10, QRDMA_WR_RDMA_WRITE, w1, 0x50001000, 8,
              QRDMA_WC_REM_ACCESS_ERR);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    run_wqe(&e, &a, wqe_fast_reg(&e, 10, fr, QRDMA_ACCESS_LOCAL_WRITE |
-                                 QRDMA_ACCESS_MW_BIND),
-            QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_fast_reg(&e, 10, fr,
+                                                   QRDMA_ACCESS_LOCAL_WRITE |
+                                                   QRDMA_ACCESS_MW_BIND),
+                     QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
     rdma_via(&e, &a, &b, 11, QRDMA_WR_RDMA_WRITE, w1, 0x50001000, 8,
              QRDMA_WC_REM_ACCESS_ERR);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w1 = next_key(w1);
-    run_wqe(&e, &a, wqe_bind(12, w1, fr, 0x50000000, 8192,
-                             QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
-    run_wqe(&e, &a, wqe_fast_reg(&e, 13, fr, QRDMA_ACCESS_LOCAL_WRITE |
-                                 QRDMA_ACCESS_MW_BIND),
-            QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w1 = qrdma_dp_next_key(w1);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_bind(12, w1, fr, 0x50000000, 8192,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_fast_reg(&e, 13, fr,
+                                                   QRDMA_ACCESS_LOCAL_WRITE |
+                                                   QRDMA_ACCESS_MW_BIND),
+                     QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
     rdma_via(&e, &a, &b, 14, QRDMA_WR_RDMA_WRITE, w1, 0x50000000, 8,
              QRDMA_WC_REM_ACCESS_ERR);
-    expect_no_cqe(&e, &e.cq);
-}
-
-/*
- * Another qrdma device of a multi-device test, in PCI slot `slot`, with
- * QOM id qrdma<slot - 4>: it answers to 10.0.2.<ip> only.
- */
-static void other_device(QQrdma *q, unsigned slot, uint8_t ip, QQrdma *qn,
-                         QGuestAllocator *alloc, Env *en)
-{
-    QPCIDevice *dev = qpci_device_find(q->dev.bus, QPCI_DEVFN(slot, 0));
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_DEL_GID };
-
-    g_assert_nonnull(dev);
-    memset(qn, 0, sizeof(*qn));
-    qn->dev = *dev;
-    g_free(dev);
-    env_init(en, qn, alloc);
-    en->t.qom_path = g_strdup_printf("/machine/peripheral/qrdma%u", slot - 4);
-    g_assert_cmpuint(qrdma_t_exec(&en->t, &cmd, NULL), ==, 0);
-    cmd.hdr.opcode = QRDMA_CMD_SET_GID;
-    cmd.gid.type = QRDMA_GID_TYPE_ROCE_V2;
-    memcpy(cmd.gid.gid, (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2,
-                                        ip }, 16);
-    g_assert_cmpuint(qrdma_t_exec(&en->t, &cmd, NULL), ==, 0);
-}
-
-/*
- * The second qrdma device of a two-device test, in slot 5: it answers to
- * 10.0.2.16 only, and e1 sends to it.
- */
-static void second_device(QQrdma *q, QQrdma *q2, QGuestAllocator *alloc,
-                          Env *e1, Env *e2)
-{
-    env_init(e1, q, alloc);
-    other_device(q, 5, 16, q2, alloc, e2);
-    e1->peer_ip = 16;
-}
-
-/*
- * RC QP a on device e1 and b on e2, connected to each other: a in RTS, b
- * in RTR, and in RTS too if b_rts.
- */
-/* RC QPs a of e1 and b of e2, each in RTR towards the other. */
-static void rc_to_rtr(Env *e1, Qp *a, Env *e2, Qp *b)
-{
-    g_assert_cmpuint(create_qp(e1, a, QRDMA_QPT_RC, 0, &e1->cq, &e1->cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(e2, b, QRDMA_QPT_RC, 0, &e2->cq, &e2->cq), ==,
-                     0);
-    to_rtr(e1, a, b->qpn);
-    to_rtr(e2, b, a->qpn);
-}
-
-static void connect_rc(Env *e1, Qp *a, Env *e2, Qp *b, bool b_rts)
-{
-    rc_to_rtr(e1, a, e2, b);
-    to_rts(e1, a, 0);
-    if (b_rts) {
-        to_rts(e2, b, 0);
-    }
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
 }
 
 /* Two qrdma devices of one QEMU: routed by destination GID and QPN. */
@@ -2380,28 +1885,30 @@ static void test_two_devices(void *obj, void *data, QGuestAllocator *alloc)
 {
     QQrdma q2;
     struct qrdma_sq_wqe w;
-    Env e1, e2;
-    Qp a, b;
+    QrdmaDpEnv e1, e2;
+    QrdmaDpQp a, b;
 
-    second_device(obj, &q2, alloc, &e1, &e2);
-    connect_rc(&e1, &a, &e2, &b, true);
+    qrdma_dp_second_device(obj, &q2, alloc, &e1, &e2);
+    qrdma_dp_connect_rc(&e1, &a, &e2, &b, true);
 
-    write_data(&e1, 0, "from device one");
-    post_recv(&e2, &b, 0xb1, e2.data, 64, e2.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e1.data, 16, e1.lkey);
-    post_send(&e1, &a, &w);
-    expect_cqe(&e2, &e2.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e1, &e1.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e2, 0, "from device one");
+    qrdma_dp_write_data(&e1, 0, "from device one");
+    qrdma_dp_post_recv(&e2, &b, 0xb1, e2.data, 64, e2.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e1.data, 16, e1.lkey);
+    qrdma_dp_post_send(&e1, &a, &w);
+    qrdma_dp_expect_cqe(&e2, &e2.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e2, 0, "from device one");
 
     /* RDMA WRITE into the other device's MR */
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e1.data, 16, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e1.data, 16, e1.lkey);
     w.rdma.remote_addr = cpu_to_le64(e2.data + 4096);
     w.rdma.rkey = cpu_to_le32(e2.lkey);
-    post_send(&e1, &a, &w);
-    expect_cqe(&e1, &e1.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
-               QRDMA_WC_SUCCESS);
-    expect_data(&e2, 4096, "from device one");
+    qrdma_dp_post_send(&e1, &a, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e2, 4096, "from device one");
 }
 
 /* Aim MSI-X vector of dev at addr with data, unmasked. */
@@ -2445,19 +1952,19 @@ static void test_peer_reset_by_msi(void *obj, void *data,
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
     uint64_t target;
-    Env e1, e2;
-    Qp a, b;
+    QrdmaDpEnv e1, e2;
+    QrdmaDpQp a, b;
     unsigned v, k;
 
-    second_device(obj, &q2, alloc, &e1, &e2);
+    qrdma_dp_second_device(obj, &q2, alloc, &e1, &e2);
     /* B stays in RTR: the first message raises COMM_EST. */
-    connect_rc(&e1, &a, &e2, &b, false);
+    qrdma_dp_connect_rc(&e1, &a, &e2, &b, false);
     for (k = 0; k < 4; k++) {
-        post_recv(&e2, &b, 0xb0 + k, e2.data, 64, e2.lkey);
+        qrdma_dp_post_recv(&e2, &b, 0xb0 + k, e2.data, 64, e2.lkey);
     }
     if (r->arm) {
         /* Every flush CQE of B raises a completion event. */
-        ring_db(&e2, QRDMA_DB_CQ_ARM, e2.cq.cqn, QRDMA_DB_CQ_ARM_NEXT);
+        qrdma_dp_ring_db(&e2, QRDMA_DB_CQ_ARM, e2.cq.cqn, QRDMA_DB_CQ_ARM_NEXT);
     }
     /* Only now: B's vector 0 fires on every command completion. */
     qpci_msix_enable(&q2.dev);
@@ -2465,16 +1972,16 @@ static void test_peer_reset_by_msi(void *obj, void *data,
     for (v = 0; v < 2; v++) {
         msix_aim(&q2.dev, v, target, QRDMA_DEV_CTRL_RESET);
     }
-    w = wqe_sge(0xa1, r->op, e1.data, 16, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, r->op, e1.data, 16, e1.lkey);
     w.rdma.remote_addr = cpu_to_le64(e2.data);
     w.rdma.rkey = cpu_to_le32(r->bad_rkey ? e2.lkey ^ 0x100 : e2.lkey);
-    post_send(&e1, &a, &w);
+    qrdma_dp_post_send(&e1, &a, &w);
     w.wr_id = 0xa2;
-    post_send(&e1, &a, &w);
+    qrdma_dp_post_send(&e1, &a, &w);
 
     /* Each device is either reset or whole. */
     for (k = 0; k < 2; k++) {
-        Env *e = k ? &e2 : &e1;
+        QrdmaDpEnv *e = k ? &e2 : &e1;
         uint32_t st = qrdma_t_readl(&e->t, QRDMA_REG_DEV_STATUS);
 
         if (st == 0) {
@@ -2486,7 +1993,7 @@ static void test_peer_reset_by_msi(void *obj, void *data,
     if (!r->at_a) {
         /* A was not reset: it reports both WRs, whatever became of B. */
         for (k = 0; k < 2; k++) {
-            g_assert_true(poll_cq(&e1, &e1.cq, &cqe));
+            g_assert_true(qrdma_dp_poll_cq(&e1, &e1.cq, &cqe));
             g_assert_cmphex(cqe.wr_id, ==, 0xa1 + k);
             g_assert_cmphex(le32_to_cpu(cqe.qpn), ==, a.qpn);
         }
@@ -2541,19 +2048,19 @@ static void test_dma_rechecked(void *obj, void *data, QGuestAllocator *alloc)
     uint64_t x, bad_db = QRDMA_DB_VAL(0x4321, 1);
     uint64_t peer_errors, errors;
     QQrdma q2;
-    Env e1, e2;
-    Qp a, b;
+    QrdmaDpEnv e1, e2;
+    QrdmaDpQp a, b;
 
     g_assert_nonnull(shm);
-    second_device(q, &q2, alloc, &e1, &e2);
+    qrdma_dp_second_device(q, &q2, alloc, &e1, &e2);
     qpci_device_enable(shm);
     shm_bar = qpci_iomap(shm, 2, NULL);
     x = shm_bar.addr;
     g_assert_true(QEMU_IS_ALIGNED(x, 1 * MiB));
 
     /* An MR of one page of the ivshmem RAM: RAM now, so it registers. */
-    g_assert_cmpuint(reg_page_mr(&e1, x, QRDMA_ACCESS_LOCAL_WRITE |
-                                 QRDMA_ACCESS_REMOTE_WRITE, &rkey), ==,
+    g_assert_cmpuint(qrdma_dp_reg_page_mr(&e1, x, QRDMA_ACCESS_LOCAL_WRITE |
+                                          QRDMA_ACCESS_REMOTE_WRITE, &rkey), ==,
                      QRDMA_STATUS_OK);
 
     /* The page becomes the peer's doorbells. */
@@ -2564,16 +2071,16 @@ static void test_dma_rechecked(void *obj, void *data, QGuestAllocator *alloc)
 
     /* A loopback pair on the first device. */
     e1.peer_ip = 15;
-    pair(&e1, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e1, &a, &b, QRDMA_QPT_RC, 0);
     qtest_memwrite(e1.t.qts, e1.data, &bad_db, sizeof(bad_db));
     peer_errors = qrdma_t_qom_get(&e2.t, "guest-errors");
     errors = qrdma_t_qom_get(&e1.t, "guest-errors");
-    w = wqe_sge(0xd1, QRDMA_WR_RDMA_WRITE, e1.data, 8, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xd1, QRDMA_WR_RDMA_WRITE, e1.data, 8, e1.lkey);
     w.rdma.remote_addr = cpu_to_le64(x);
     w.rdma.rkey = cpu_to_le32(rkey);
-    post_send(&e1, &a, &w);
-    expect_cqe(&e1, &e1.cq, 0xd1, a.qpn, QRDMA_WC_RDMA_WRITE,
-               QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_post_send(&e1, &a, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xd1, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_REM_ACCESS_ERR);
     g_assert_cmpuint(qrdma_t_qom_get(&e2.t, "guest-errors"), ==, peer_errors);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "guest-errors"), >, errors);
     g_free(shm);
@@ -2583,7 +2090,8 @@ static void test_dma_rechecked(void *obj, void *data, QGuestAllocator *alloc)
  * The device bounds what page lists all MRs together may hold
  * (max-mr-pages-total), so that a guest with little RAM cannot make QEMU
  * allocate gigabytes for page lists.  A fast-registration MR holds its
- * max_pages from ALLOC_MR on.  The test device allows DATA_PAGES + 8.
+ * max_pages from ALLOC_MR on.  The test device allows
+ * QRDMA_DP_DATA_PAGES + 8.
  */
 static void test_mr_pages_total(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -2591,9 +2099,9 @@ static void test_mr_pages_total(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_device_attr attr;
     struct qrdma_cmpl cmpl;
     uint32_t lkey, fr;
-    Env e;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     memset(&attr, 0, sizeof(attr));
     cmd.query.resp_addr = cpu_to_le64(guest_alloc(alloc, sizeof(attr)));
     cmd.query.resp_len = cpu_to_le32(sizeof(attr));
@@ -2601,11 +2109,12 @@ static void test_mr_pages_total(void *obj, void *data, QGuestAllocator *alloc)
     qtest_memread(e.t.qts, le64_to_cpu(cmd.query.resp_addr), &attr,
                   sizeof(attr));
     g_assert_cmpuint(le32_to_cpu(attr.max_mr_pages_total), ==,
-                     DATA_PAGES + 8);
+                     QRDMA_DP_DATA_PAGES + 8);
     /* No single MR may be larger than all of them together. */
-    g_assert_cmpuint(le32_to_cpu(attr.max_mr_pages), ==, DATA_PAGES + 8);
+    g_assert_cmpuint(le32_to_cpu(attr.max_mr_pages), ==,
+                     QRDMA_DP_DATA_PAGES + 8);
 
-    lkey = reg_mr(&e, e.pd, 0, 8 * 4096, QRDMA_ACCESS_LOCAL_WRITE);
+    lkey = qrdma_dp_reg_mr(&e, e.pd, 0, 8 * 4096, QRDMA_ACCESS_LOCAL_WRITE);
     memset(&cmd, 0, sizeof(cmd));
     cmd.hdr.opcode = QRDMA_CMD_ALLOC_MR;
     cmd.alloc_mr.pd = cpu_to_le32(e.pd);
@@ -2618,12 +2127,12 @@ static void test_mr_pages_total(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
     fr = le32_to_cpu(cmpl.handle);
     /* The fast-registration MR holds its pages though it has none yet. */
-    g_assert_cmpuint(reg_page_mr(&e, e.data, QRDMA_ACCESS_LOCAL_WRITE, NULL),
-                     ==, QRDMA_STATUS_NO_RESOURCES);
+    g_assert_cmpuint(qrdma_dp_reg_page_mr(&e, e.data, QRDMA_ACCESS_LOCAL_WRITE,
+                                          NULL), ==, QRDMA_STATUS_NO_RESOURCES);
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEREG_MR, 0, fr), ==,
                      QRDMA_STATUS_OK);
-    g_assert_cmpuint(reg_page_mr(&e, e.data, QRDMA_ACCESS_LOCAL_WRITE, NULL),
-                     ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(qrdma_dp_reg_page_mr(&e, e.data, QRDMA_ACCESS_LOCAL_WRITE,
+                                          NULL), ==, QRDMA_STATUS_OK);
 }
 
 /*
@@ -2636,23 +2145,23 @@ static void test_dma_mr_page_shift(void *obj, void *data,
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
     struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     cmd.reg_mr.pd = cpu_to_le32(e.pd);
     cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE);
     cmd.reg_mr.flags = QRDMA_MR_F_DMA;
     cmd.reg_mr.page_shift = 200;
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    write_data(&e, 0, "through the DMA MR");
-    w = wqe_sge(0xd2, QRDMA_WR_RDMA_WRITE, e.data, 20,
-                le32_to_cpu(cmpl.handle));
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_write_data(&e, 0, "through the DMA MR");
+    w = qrdma_dp_wqe_sge(0xd2, QRDMA_WR_RDMA_WRITE, e.data, 20,
+                         le32_to_cpu(cmpl.handle));
     w.rdma.remote_addr = cpu_to_le64(e.data + 8192);
     w.rdma.rkey = cpu_to_le32(e.rkey);
-    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
-    expect_data(&e, 8192, "through the DMA MR");
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 8192, "through the DMA MR");
 }
 
 /*
@@ -2665,37 +2174,37 @@ static void test_fatal_stays_err(void *obj, void *data,
 {
     struct qrdma_query_qp_resp resp;
     struct qrdma_sq_wqe w;
-    Cq small;
-    Env e;
-    Qp a, b;
+    QrdmaDpCq small;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
     unsigned i;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(create_cq(&e, &small, 2, 1), ==, QRDMA_STATUS_OK);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_UC, 0, &small, &e.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_UC, 0, &e.cq, &e.cq), ==,
-                     0);
-    to_rtr(&e, &a, b.qpn);
-    to_rtr(&e, &b, a.qpn);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_create_cq(&e, &small, 2, 1), ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_UC, 0, &small, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_UC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
     /* Four completions fill the CQ; nobody polls it. */
     for (i = 0; i < 4; i++) {
-        w = wqe_sge(0xe0 + i, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+        w = qrdma_dp_wqe_sge(0xe0 + i, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
         w.rdma.remote_addr = cpu_to_le64(e.data + 4096);
         w.rdma.rkey = cpu_to_le32(e.rkey);
-        post_send(&e, &a, &w);
+        qrdma_dp_post_send(&e, &a, &w);
     }
     /* A local error whose completion has nowhere to go. */
-    w = wqe_sge(0xe9, 0x7f, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    expect_event(&e, 0, QRDMA_EV_CQ_ERR, small.cqn);
-    expect_event(&e, 0, QRDMA_EV_QP_FATAL, a.qpn);
+    w = qrdma_dp_wqe_sge(0xe9, 0x7f, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_CQ_ERR, small.cqn);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_QP_FATAL, a.qpn);
     g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &resp), ==, 0);
     g_assert_cmpuint(resp.attr.qp_state, ==, QRDMA_QPS_ERR);
     /* ERR goes to RESET only (S40). */
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_RTS), !=, 0);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_RTS), !=, 0);
     g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &resp), ==, 0);
     g_assert_cmpuint(resp.attr.qp_state, ==, QRDMA_QPS_ERR);
 }
@@ -2715,11 +2224,11 @@ static void test_doorbell_byte_budget(void *obj, void *data,
     struct qrdma_sq_wqe w;
     uint8_t first, last;
     uint32_t key;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
     int i;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     big = guest_alloc(alloc, 2 * BIG);
     for (i = 0; i < BIG_PAGES; i++) {
         pages[i] = big + BIG + i * 4096;
@@ -2737,20 +2246,21 @@ static void test_doorbell_byte_budget(void *obj, void *data,
     cmd.reg_mr.page_shift = 12;
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, QRDMA_STATUS_OK);
     key = le32_to_cpu(cmpl.handle);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
 
     deferred = qrdma_t_qom_get(&e.t, "sq-deferred");
-    w = wqe_sge(0xf1, QRDMA_WR_RDMA_WRITE, e.data, 4096, e.lkey);
+    w = qrdma_dp_wqe_sge(0xf1, QRDMA_WR_RDMA_WRITE, e.data, 4096, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(0x40000000);
     w.rdma.rkey = cpu_to_le32(key);
-    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "sq-deferred"), ==, deferred);
 
     /* The source: the first half, through the kernel's local DMA lkey. */
-    w = wqe_sge(0xf2, QRDMA_WR_RDMA_WRITE, big, BIG, QRDMA_LOCAL_DMA_LKEY);
+    w = qrdma_dp_wqe_sge(0xf2, QRDMA_WR_RDMA_WRITE, big, BIG,
+                         QRDMA_LOCAL_DMA_LKEY);
     w.rdma.remote_addr = cpu_to_le64(0x40000000);
     w.rdma.rkey = cpu_to_le32(key);
-    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "sq-deferred"), ==, deferred + 1);
     first = qtest_readb(e.t.qts, big + BIG);
     last = qtest_readb(e.t.qts, big + 2 * BIG - 1);
@@ -2766,20 +2276,21 @@ static void test_write_overlap(void *obj, void *data, QGuestAllocator *alloc)
 {
     uint8_t src[256], got[256];
     struct qrdma_sq_wqe w;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
     int i;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     for (i = 0; i < sizeof(src); i++) {
         src[i] = i;
     }
     qtest_memwrite(e.t.qts, e.data, src, sizeof(src));
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    w = wqe_sge(0xf3, QRDMA_WR_RDMA_WRITE, e.data, sizeof(src), e.lkey);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    w = qrdma_dp_wqe_sge(0xf3, QRDMA_WR_RDMA_WRITE, e.data, sizeof(src),
+                         e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 8);
     w.rdma.rkey = cpu_to_le32(e.rkey);
-    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
     qtest_memread(e.t.qts, e.data + 8, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), src, sizeof(src));
 }
@@ -2801,27 +2312,32 @@ static void test_rc_retry_late_rtr(void *obj, void *data,
                               QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
                               QRDMA_QP_ATTR_MIN_RNR_TIMER;
     struct qrdma_sq_wqe w;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    g_assert_cmpuint(create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq), ==, 0);
-    to_rtr(&e, &a, b.qpn);
-    to_rts(&e, &a, 0);
-    g_assert_cmpuint(modify(&e, &b, init_mask, QRDMA_QPS_INIT, 0, 0), ==, 0);
-    write_data(&e, 0, "late");
-    w = wqe_sge(0xc1, QRDMA_WR_SEND, e.data, 5, e.lkey);
-    post_send(&e, &a, &w);
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &b, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    g_assert_cmpuint(qrdma_dp_modify(&e, &b, init_mask, QRDMA_QPS_INIT, 0, 0),
+                     ==, 0);
+    qrdma_dp_write_data(&e, 0, "late");
+    w = qrdma_dp_wqe_sge(0xc1, QRDMA_WR_SEND, e.data, 5, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
     /* Nobody answers yet: no completion until the timer fires. */
-    expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify(&e, &b, rtr_mask, QRDMA_QPS_RTR, a.qpn, 0), ==, 0);
-    post_recv(&e, &b, 0xc2, e.data + 4096, 64, e.lkey);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(qrdma_dp_modify(&e, &b, rtr_mask, QRDMA_QPS_RTR, a.qpn, 0),
+                     ==, 0);
+    qrdma_dp_post_recv(&e, &b, 0xc2, e.data + 4096, 64, e.lkey);
     /* 4.096 us * 2^14 = 67 ms later the request goes again, and lands. */
-    expect_cqe_stepping(&e, &e.cq, 0xc2, b.qpn, QRDMA_WC_SUCCESS,
-                        10 * SCALE_MS, 20);
-    expect_cqe(&e, &e.cq, 0xc1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e, 4096, "late");
+    qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0xc2, b.qpn, QRDMA_WC_SUCCESS,
+                                 10 * SCALE_MS, 20);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xc1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096, "late");
 }
 
 /*
@@ -2831,11 +2347,12 @@ static void test_rc_retry_late_rtr(void *obj, void *data,
  * and timeout 0 (no timer) waits for as long as it takes.
  */
 /* A fresh RC QP *a in RTS, connected to QPN dest, which nobody has. */
-static void rc_to_nobody(Env *e, Qp *a, uint32_t dest)
+static void rc_to_nobody(QrdmaDpEnv *e, QrdmaDpQp *a, uint32_t dest)
 {
-    g_assert_cmpuint(create_qp(e, a, QRDMA_QPT_RC, 0, &e->cq, &e->cq), ==, 0);
-    to_rtr(e, a, dest);
-    to_rts(e, a, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(e, a, QRDMA_QPT_RC, 0, &e->cq, &e->cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(e, a, dest);
+    qrdma_dp_to_rts(e, a, 0);
 }
 
 static void test_rc_retry_budget(void *obj, void *data,
@@ -2844,17 +2361,18 @@ static void test_rc_retry_budget(void *obj, void *data,
     const int64_t t = 4096ll << 10;
     struct qrdma_sq_wqe w;
     int64_t took;
-    Env e;
-    Qp a;
+    QrdmaDpEnv e;
+    QrdmaDpQp a;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     e.timeout = 10;
     e.retry_cnt = 3;
     rc_to_nobody(&e, &a, 0x7777);
-    w = wqe_sge(0xc3, QRDMA_WR_SEND, e.data, 8, e.lkey);
-    post_send(&e, &a, &w);
-    took = expect_cqe_stepping(&e, &e.cq, 0xc3, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
-                               SCALE_MS / 4, 200);
+    w = qrdma_dp_wqe_sge(0xc3, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    took = qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0xc3, a.qpn,
+                                        QRDMA_WC_RETRY_EXC_ERR, SCALE_MS / 4,
+                                        200);
     g_assert_cmpint(took, >=, 4 * t);
     g_assert_cmpint(took, <, 4 * t + SCALE_MS / 2);
 
@@ -2863,11 +2381,12 @@ static void test_rc_retry_budget(void *obj, void *data,
                      ==, 0);
     rc_to_nobody(&e, &a, 0x7777);
     w.wr_id = 0xc4;
-    post_send(&e, &a, &w);
+    qrdma_dp_post_send(&e, &a, &w);
     qtest_clock_step(e.t.qts, 2 * t);
-    expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
-    expect_cqe(&e, &e.cq, 0xc4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_WR_FLUSH_ERR);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xc4, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_WR_FLUSH_ERR);
 
     /* timeout 0: no timer, the request waits (an hour here). */
     g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
@@ -2875,11 +2394,12 @@ static void test_rc_retry_budget(void *obj, void *data,
     e.timeout = 0;
     rc_to_nobody(&e, &a, 0x7777);
     w.wr_id = 0xc5;
-    post_send(&e, &a, &w);
+    qrdma_dp_post_send(&e, &a, &w);
     qtest_clock_step(e.t.qts, 3600 * NANOSECONDS_PER_SECOND);
-    expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
-    expect_cqe(&e, &e.cq, 0xc5, a.qpn, QRDMA_WC_SEND, QRDMA_WC_WR_FLUSH_ERR);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &a, QRDMA_QPS_ERR), ==, 0);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xc5, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_WR_FLUSH_ERR);
 }
 
 /*
@@ -2894,17 +2414,17 @@ static void test_packets_mtu(void *obj, void *data, QGuestAllocator *alloc)
     uint8_t src[LEN], got[LEN];
     struct qrdma_sq_wqe w;
     uint64_t sent;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
     int i;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     e.path_mtu = 1;
     for (i = 0; i < LEN; i++) {
         src[i] = i * 7 + 3;
     }
     qtest_memwrite(e.t.qts, e.data, src, LEN);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     {
         struct qrdma_rq_wqe r = {
             .wr_id = 0x71,
@@ -2919,9 +2439,9 @@ static void test_packets_mtu(void *obj, void *data, QGuestAllocator *alloc)
 
         qtest_memwrite(e.t.qts, b.rq, &r, sizeof(r));
         b.rq_pi++;
-        ring_db(&e, QRDMA_DB_RQ, b.qpn, b.rq_pi);
+        qrdma_dp_ring_db(&e, QRDMA_DB_RQ, b.qpn, b.rq_pi);
     }
-    w = wqe_sge(0x72, QRDMA_WR_SEND, e.data, 1000, e.lkey);
+    w = qrdma_dp_wqe_sge(0x72, QRDMA_WR_SEND, e.data, 1000, e.lkey);
     w.num_sge = 3;
     w.sge[1].addr = cpu_to_le64(e.data + 1000);
     w.sge[1].length = cpu_to_le32(1);
@@ -2930,21 +2450,25 @@ static void test_packets_mtu(void *obj, void *data, QGuestAllocator *alloc)
     w.sge[2].length = cpu_to_le32(LEN - 1001);
     w.sge[2].lkey = cpu_to_le32(e.lkey);
     sent = qrdma_t_qom_get(&e.t, "pkts-sent");
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x71, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0x72, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x71, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x72, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "pkts-sent") - sent, ==, 12 + 1);
     qtest_memread(e.t.qts, e.data + 8192, got, 1000);
     qtest_memread(e.t.qts, e.data + 16384, got + 1000, LEN - 1000);
     g_assert_cmpmem(got, LEN, src, LEN);
 
     /* READ the first 1000 bytes back, into page 8 */
-    w = wqe_sge(0x73, QRDMA_WR_RDMA_READ, e.data + 4096 * 8, 1000, e.lkey);
+    w = qrdma_dp_wqe_sge(0x73, QRDMA_WR_RDMA_READ, e.data + 4096 * 8, 1000,
+                         e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data);
     w.rdma.rkey = cpu_to_le32(e.rkey);
     sent = qrdma_t_qom_get(&e.t, "pkts-sent");
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x73, a.qpn, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x73, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "pkts-sent") - sent, ==, 1 + 4);
     qtest_memread(e.t.qts, e.data + 4096 * 8, got, 1000);
     g_assert_cmpmem(got, 1000, src, 1000);
@@ -2962,41 +2486,44 @@ static void test_psn(void *obj, void *data, QGuestAllocator *alloc)
     const int64_t t = 4096ll << 10;
     struct qrdma_sq_wqe w;
     uint64_t naks, seq;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     e.timeout = 10;
     e.retry_cnt = 2;
     /* just below the wrap: the SEND's 3 packets take 0xfffffe..0x000000 */
     e.path_mtu = 1;
     e.sq_psn = e.rq_psn = 0xfffffe;
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    post_recv(&e, &b, 0x81, e.data + 8192, 1024, e.lkey);
-    write_data(&e, 0, "wraps");
-    w = wqe_sge(0x82, QRDMA_WR_SEND, e.data, 600, e.lkey);
-    post_send(&e, &a, &w);
-    expect_cqe(&e, &e.cq, 0x81, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e, &e.cq, 0x82, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e, 8192, "wraps");
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_post_recv(&e, &b, 0x81, e.data + 8192, 1024, e.lkey);
+    qrdma_dp_write_data(&e, 0, "wraps");
+    w = qrdma_dp_wqe_sge(0x82, QRDMA_WR_SEND, e.data, 600, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x81, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x82, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 8192, "wraps");
 
     /* b expects PSN 0x100, a starts at 0x200 */
     e.sq_psn = 0x200;
     e.rq_psn = 0x100;
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
-    post_recv(&e, &b, 0x83, e.data + 8192, 64, e.lkey);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_post_recv(&e, &b, 0x83, e.data + 8192, 64, e.lkey);
     naks = qrdma_t_qom_get(&e.t, "seq-naks-sent");
     seq = qrdma_t_qom_get(&e.t, "out-of-seq");
     w.wr_id = 0x84;
-    post_send(&e, &a, &w);
-    expect_cqe_stepping(&e, &e.cq, 0x84, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
-                        t / 2, 20);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0x84, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
+                                 t / 2, 20);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "seq-naks-sent") - naks, ==, 1);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "out-of-seq") - seq, >=, 3);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "retry-exceeded"), >=, 1);
     /* b's receive WQE was never taken: the flush of a's ERR is a's own */
-    g_assert_cmpuint(modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
-    expect_cqe(&e, &e.cq, 0x83, b.qpn, QRDMA_WC_RECV, QRDMA_WC_WR_FLUSH_ERR);
+    g_assert_cmpuint(qrdma_dp_modify_state(&e, &b, QRDMA_QPS_ERR), ==, 0);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x83, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_WR_FLUSH_ERR);
 }
 
 /*
@@ -3015,221 +2542,47 @@ static void test_ack_coalescing(void *obj, void *data,
     struct qrdma_sq_wqe w;
     uint64_t dups;
     uint32_t key;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
     int i;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     cmd.alloc_mr.pd = cpu_to_le32(e.pd);
     cmd.alloc_mr.max_pages = cpu_to_le32(2);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
     key = le32_to_cpu(cmpl.handle);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
     for (i = 0; i < 3; i++) {
-        post_recv(&e, &b, 0x90 + i, e.data + 8192 + 64 * i, 64, e.lkey);
+        qrdma_dp_post_recv(&e, &b, 0x90 + i, e.data + 8192 + 64 * i, 64,
+                           e.lkey);
     }
-    write_data(&e, 0, "coalesced");
+    qrdma_dp_write_data(&e, 0, "coalesced");
     dups = qrdma_t_qom_get(&e.t, "dup-reqs");
     for (i = 0; i < 3; i++) {
-        w = wqe_sge(0xa0 + i, QRDMA_WR_SEND, e.data, 10, e.lkey);
+        w = qrdma_dp_wqe_sge(0xa0 + i, QRDMA_WR_SEND, e.data, 10, e.lkey);
         w.flags = 0;
         qtest_memwrite(e.t.qts, a.sq + (a.sq_pi++ % 16) * QRDMA_SQ_WQE_SIZE,
                        &w, sizeof(w));
     }
-    w = wqe_fast_reg(&e, 0xa3, key, QRDMA_ACCESS_LOCAL_WRITE);
+    w = qrdma_dp_wqe_fast_reg(&e, 0xa3, key, QRDMA_ACCESS_LOCAL_WRITE);
     qtest_memwrite(e.t.qts, a.sq + (a.sq_pi++ % 16) * QRDMA_SQ_WQE_SIZE,
                    &w, sizeof(w));
-    ring_db(&e, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+    qrdma_dp_ring_db(&e, QRDMA_DB_SQ, a.qpn, a.sq_pi);
     for (i = 0; i < 3; i++) {
-        expect_cqe(&e, &e.cq, 0x90 + i, b.qpn, QRDMA_WC_RECV,
-                   QRDMA_WC_SUCCESS);
-        expect_data(&e, 8192 + 64 * i, "coalesced");
+        qrdma_dp_expect_cqe(&e, &e.cq, 0x90 + i, b.qpn, QRDMA_WC_RECV,
+                            QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_data(&e, 8192 + 64 * i, "coalesced");
     }
-    expect_cqe(&e, &e.cq, 0xa3, a.qpn, QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
-    expect_no_cqe(&e, &e.cq);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa3, a.qpn, QRDMA_WC_REG_MR,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "dup-reqs") - dups, ==, 1);
 }
 
 /* The wire */
 
-/*
- * Two functions on fabrics of their own, so that nothing passes between
- * them but frames: qrdma0 (10.0.2.15) on netdev w0 and qrdma1 (10.0.2.16)
- * on w1, hub ports of hub 7.  The hub's third port is the test's: a
- * datagram socket that sees every frame either sends, and sends frames of
- * its own to both.
- */
-#define WIRE_MAC0 "52:54:00:00:02:0f"
-#define WIRE_MAC1 "52:54:00:00:02:10"
-#define WIRE_FRAME_MAX 9018
-
-static const uint8_t wire_mac0[6] = { 0x52, 0x54, 0, 0, 2, 0x0f };
-static const uint8_t wire_mac1[6] = { 0x52, 0x54, 0, 0, 2, 0x10 };
-
-static void wire_cleanup(void *sockets)
-{
-    int *sv = sockets;
-
-    close(sv[0]);
-    qos_invalidate_command_line();
-    close(sv[1]);
-    g_free(sv);
-}
-
-static void *wire_setup(GString *cmd_line, void *arg)
-{
-    int *sv = g_new(int, 2);
-
-    g_assert_cmpint(socketpair(PF_UNIX, SOCK_DGRAM, 0, sv), ==, 0);
-    g_string_append_printf(cmd_line,
-        " -netdev hubport,id=w0,hubid=7 -netdev hubport,id=w1,hubid=7"
-        " -netdev dgram,id=cap,local.type=fd,local.str=%d"
-        " -netdev hubport,id=w2,hubid=7,netdev=cap"
-        " -device qrdma-fabric,id=f1"
-        " -device qrdma,addr=05.0,id=qrdma1,fabric=f1,netdev=w1,mac="
-        WIRE_MAC1 " ", sv[1]);
-    g_test_queue_destroy(wire_cleanup, sv);
-    return sv;
-}
-
-/* qrdma0 in e0 and qrdma1 in e1, each other's peer. */
-static void wire_envs(void *obj, QGuestAllocator *alloc, QQrdma *q1, Env *e0,
-                      Env *e1)
-{
-    env_init(e0, obj, alloc);
-    other_device(obj, 5, 16, q1, alloc, e1);
-    e0->peer_ip = 16;
-    memcpy(e0->peer_mac, wire_mac1, 6);
-    memcpy(e1->peer_mac, wire_mac0, 6);
-}
-
 /* The RETH's DMA length in a frame of IPv4: Ethernet, IP, UDP, BTH, RETH. */
 #define WIRE_RETH_LEN (14 + 20 + 8 + 12 + 12)
-
-/* The next frame the hub brought the test, 0 if none within 2 s. */
-static size_t wire_recv(int fd, uint8_t *buf)
-{
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    ssize_t n;
-
-    if (poll(&p, 1, 2000) != 1) {
-        return 0;
-    }
-    n = recv(fd, buf, WIRE_FRAME_MAX, 0);
-    g_assert_cmpint(n, >, 0);
-    return n;
-}
-
-static void wire_drain(int fd)
-{
-    uint8_t buf[WIRE_FRAME_MAX];
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-
-    while (poll(&p, 1, 0) == 1) {
-        g_assert_cmpint(recv(fd, buf, sizeof(buf), 0), >, 0);
-    }
-}
-
-/* The Internet checksum of an IPv4 header: 0 when it is right. */
-static uint16_t wire_ipsum(const uint8_t *h)
-{
-    uint32_t sum = 0;
-    int i;
-
-    for (i = 0; i < 20; i += 2) {
-        sum += lduw_be_p(h + i);
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return ~sum & 0xffff;
-}
-
-/* CRC-32 as Ethernet computes it, a bit at a time: the test's own. */
-static uint32_t wire_crc32(uint32_t crc, const uint8_t *p, size_t len)
-{
-    int k;
-
-    crc = ~crc;
-    while (len--) {
-        crc ^= *p++;
-        for (k = 0; k < 8; k++) {
-            crc = crc >> 1 ^ (0xedb88320u & -(crc & 1));
-        }
-    }
-    return ~crc;
-}
-
-/*
- * The ICRC of an untagged IPv4 RoCEv2 frame of len bytes, by annex A17:
- * over 8 bytes of ones, then IP to the end of the payload with TOS, TTL,
- * the IP and UDP checksums and the BTH's reserved byte taken as ones.
- */
-#define WIRE_IP     14
-#define WIRE_UDP    (WIRE_IP + 20)
-#define WIRE_BTH    (WIRE_UDP + 8)
-
-static uint32_t wire_icrc(const uint8_t *f, size_t len)
-{
-    static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff,
-                                     0xff, 0xff, 0xff, 0xff };
-    uint8_t m[WIRE_FRAME_MAX];
-
-    memcpy(m, f, len);
-    m[WIRE_IP + 1] = m[WIRE_IP + 8] = 0xff;
-    m[WIRE_IP + 10] = m[WIRE_IP + 11] = 0xff;
-    m[WIRE_UDP + 6] = m[WIRE_UDP + 7] = 0xff;
-    m[WIRE_BTH + 4] = 0xff;
-    return wire_crc32(wire_crc32(0, ones, 8), m + WIRE_IP,
-                      len - WIRE_IP - 4);
-}
-
-static void wire_set_icrc(uint8_t *f, size_t len)
-{
-    uint32_t icrc = wire_icrc(f, len);
-
-    memcpy(f + len - 4, &icrc, 4);
-    if (G_BYTE_ORDER == G_BIG_ENDIAN) {
-        stl_le_p(f + len - 4, icrc);
-    }
-}
-
-/*
- * A frame as the annex lays it out: to the peer's MAC from the sender's,
- * IPv4 from ::ffff:10.0.2.x to ::ffff:10.0.2.y with DF and a good header
- * checksum, UDP from a port of 0xc000-0xffff to 4791 with checksum 0 and
- * a length that matches IP's, the BTH's version 0 and default P_Key, pad
- * that makes the payload whole words, and the ICRC.  Returns its opcode.
- */
-static uint8_t wire_check_frame(const uint8_t *f, size_t len)
-{
-    const uint8_t *dst = f[11] == 0x0f ? wire_mac1 : wire_mac0;
-    uint32_t icrc;
-    uint8_t pad;
-
-    g_assert_cmpuint(len, >=, WIRE_BTH + 12 + 4);
-    g_assert_cmpmem(f, 6, dst, 6);
-    g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
-    g_assert_cmphex(f[WIRE_IP], ==, 0x45);
-    g_assert_cmpuint(lduw_be_p(f + WIRE_IP + 2), ==, len - WIRE_IP);
-    g_assert_cmphex(lduw_be_p(f + WIRE_IP + 6), ==, 0x4000);
-    g_assert_cmpuint(f[WIRE_IP + 9], ==, 17);
-    g_assert_cmphex(wire_ipsum(f + WIRE_IP), ==, 0);
-    g_assert_cmphex(f[WIRE_IP + 12], ==, 10);
-    g_assert_cmphex(f[WIRE_IP + 19], ==, f[11] == 0x0f ? 16 : 15);
-    g_assert_cmphex(lduw_be_p(f + WIRE_UDP), >=, 0xc000);
-    g_assert_cmpuint(lduw_be_p(f + WIRE_UDP + 2), ==, 4791);
-    g_assert_cmpuint(lduw_be_p(f + WIRE_UDP + 4), ==, len - WIRE_UDP);
-    g_assert_cmphex(lduw_be_p(f + WIRE_UDP + 6), ==, 0);
-    g_assert_cmphex(f[WIRE_BTH + 1] & 0xf, ==, 0);
-    g_assert_cmphex(lduw_be_p(f + WIRE_BTH + 2), ==, 0xffff);
-    pad = (f[WIRE_BTH + 1] >> 4) & 3;
-    g_assert_cmpuint((len - WIRE_BTH - 4) % 4, ==, 0);
-    g_assert_true(pad == 0 || f[len - 5] == 0);
-    icrc = ldl_le_p(f + len - 4);
-    g_assert_cmphex(icrc, ==, wire_icrc(f, len));
-    return f[WIRE_BTH];
-}
 
 /*
  * RC across the wire: a SEND of 3000 bytes at MTU 256 leaves as 12
@@ -3241,33 +2594,35 @@ static void test_wire_rc(void *obj, void *data, QGuestAllocator *alloc)
 {
     enum { LEN = 3000 };
     int fd = ((int *)data)[0];
-    uint8_t src[LEN], got[LEN], f[WIRE_FRAME_MAX];
+    uint8_t src[LEN], got[LEN], f[QRDMA_DP_WIRE_FRAME_MAX];
     unsigned ops[256] = { 0 };
     struct qrdma_sq_wqe w;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.path_mtu = e1.path_mtu = 1;
     for (i = 0; i < LEN; i++) {
         src[i] = i * 13 + 5;
     }
     qtest_memwrite(e0.t.qts, e0.data, src, LEN);
-    connect_rc(&e0, &a, &e1, &b, true);
-    wire_drain(fd);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_wire_drain(fd);
 
-    post_recv(&e1, &b, 0xb1, e1.data + 8192, 4096, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + 8192, 4096, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     qtest_memread(e1.t.qts, e1.data + 8192, got, LEN);
     g_assert_cmpmem(got, LEN, src, LEN);
-    while ((n = wire_recv(fd, f)) != 0) {
-        ops[wire_check_frame(f, n)]++;
+    while ((n = qrdma_dp_wire_recv(fd, f)) != 0) {
+        ops[qrdma_dp_wire_check_frame(f, n)]++;
         if (ops[0x11]) {
             break;
         }
@@ -3278,49 +2633,50 @@ static void test_wire_rc(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(ops[0x11], ==, 1);                 /* ACK */
 
     /* WRITE 3000 bytes to page 4 of qrdma1, READ them back to page 8 */
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
     qtest_memread(e1.t.qts, e1.data + 4096 * 4, got, LEN);
     g_assert_cmpmem(got, LEN, src, LEN);
-    w = wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096 * 8, LEN, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096 * 8, LEN,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
     qtest_memread(e0.t.qts, e0.data + 4096 * 8, got, LEN);
     g_assert_cmpmem(got, LEN, src, LEN);
 
     /* atomics on page 9 of qrdma1, the old values to page 10 of qrdma0 */
     qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 40);
-    w = wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e0.data + 4096 * 10, 8,
-                e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
+                         e0.data + 4096 * 10, 8, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
     w.rdma.compare_add = cpu_to_le64(2);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_FETCH_ADD,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_FETCH_ADD,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 42);
     g_assert_cmpuint(qtest_readq(e0.t.qts, e0.data + 4096 * 10), ==, 40);
-    w = wqe_sge(0xa5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e0.data + 4096 * 10, 8,
-                e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e0.data + 4096 * 10,
+                         8, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
     w.rdma.compare_add = cpu_to_le64(42);
     w.rdma.swap = cpu_to_le64(0x1122334455667788ull);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e0, &e0.cq, 0xa5, a.qpn, QRDMA_WC_COMP_SWAP,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa5, a.qpn, QRDMA_WC_COMP_SWAP,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmphex(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==,
                     0x1122334455667788ull);
     g_assert_cmpuint(qtest_readq(e0.t.qts, e0.data + 4096 * 10), ==, 42);
-    while ((n = wire_recv(fd, f)) != 0) {
-        ops[wire_check_frame(f, n)]++;
+    while ((n = qrdma_dp_wire_recv(fd, f)) != 0) {
+        ops[qrdma_dp_wire_check_frame(f, n)]++;
     }
     g_assert_cmpuint(ops[0x0c], ==, 1);                 /* READ_REQ */
     g_assert_cmpuint(ops[0x0d] + ops[0x0e] + ops[0x0f], ==, 12);
@@ -3331,22 +2687,6 @@ static void test_wire_rc(void *obj, void *data, QGuestAllocator *alloc)
                      qrdma_t_qom_get(&e1.t, "icrc-errors") +
                      qrdma_t_qom_get(&e0.t, "wire-malformed") +
                      qrdma_t_qom_get(&e1.t, "wire-malformed"), ==, 0);
-}
-
-static void wire_send(int fd, const uint8_t *f, size_t len)
-{
-    g_assert_cmpint(send(fd, f, len, 0), ==, len);
-}
-
-/* Waits up to 2 s for a counter of e to reach want. */
-static void wire_expect_count(Env *e, const char *name, uint64_t want)
-{
-    int i;
-
-    for (i = 0; i < 200 && qrdma_t_qom_get(&e->t, name) != want; i++) {
-        g_usleep(10 * 1000);
-    }
-    g_assert_cmpuint(qrdma_t_qom_get(&e->t, name), ==, want);
 }
 
 /*
@@ -3360,83 +2700,88 @@ static void test_wire_bad_frames(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
     int fd = ((int *)data)[0];
-    uint8_t good[WIRE_FRAME_MAX], f[WIRE_FRAME_MAX];
+    uint8_t good[QRDMA_DP_WIRE_FRAME_MAX], f[QRDMA_DP_WIRE_FRAME_MAX];
     struct qrdma_sq_wqe w;
     uint64_t icrc, bad, drop;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
-    write_data(&e0, 0, "on the wire");
-    wire_drain(fd);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_write_data(&e0, 0, "on the wire");
+    qrdma_dp_wire_drain(fd);
 
     /* one good SEND_ONLY, kept to be replayed, mutated */
-    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 12, e0.lkey);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    n = wire_recv(fd, good);
-    g_assert_cmphex(wire_check_frame(good, n), ==, 0x04);
-    wire_drain(fd);
-    write_data(&e1, 0, "untouched");
-    post_recv(&e1, &b, 0xb2, e1.data, 64, e1.lkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 12, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    n = qrdma_dp_wire_recv(fd, good);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(good, n), ==, 0x04);
+    qrdma_dp_wire_drain(fd);
+    qrdma_dp_write_data(&e1, 0, "untouched");
+    qrdma_dp_post_recv(&e1, &b, 0xb2, e1.data, 64, e1.lkey);
 
     icrc = qrdma_t_qom_get(&e1.t, "icrc-errors");
     bad = qrdma_t_qom_get(&e1.t, "wire-malformed");
     drop = qrdma_t_qom_get(&e1.t, "pkts-dropped");
 
     memcpy(f, good, n);
-    f[WIRE_BTH + 12] ^= 0x01;                   /* a payload bit */
-    wire_send(fd, f, n);
-    wire_expect_count(&e1, "icrc-errors", icrc + 1);
+    f[QRDMA_DP_WIRE_BTH + 12] ^= 0x01;                /* a payload bit */
+    qrdma_dp_wire_send(fd, f, n);
+    qrdma_dp_wire_expect_count(&e1, "icrc-errors", icrc + 1);
 
     memcpy(f, good, n);
-    stw_be_p(f + WIRE_UDP + 4, lduw_be_p(f + WIRE_UDP + 4) - 4);
-    wire_send(fd, f, n);
-    wire_expect_count(&e1, "wire-malformed", bad + 1);
+    stw_be_p(f + QRDMA_DP_WIRE_UDP + 4,
+             lduw_be_p(f + QRDMA_DP_WIRE_UDP + 4) - 4);
+    qrdma_dp_wire_send(fd, f, n);
+    qrdma_dp_wire_expect_count(&e1, "wire-malformed", bad + 1);
 
     memcpy(f, good, n);
-    f[WIRE_IP + 10] ^= 0x55;                    /* IPv4 header checksum */
-    wire_send(fd, f, n);
-    wire_expect_count(&e1, "wire-malformed", bad + 2);
+    f[QRDMA_DP_WIRE_IP + 10] ^= 0x55;                 /* IPv4 header checksum */
+    qrdma_dp_wire_send(fd, f, n);
+    qrdma_dp_wire_expect_count(&e1, "wire-malformed", bad + 2);
 
     memcpy(f, good, n);
-    f[WIRE_BTH] = 0x1f;                         /* no such RC opcode */
-    wire_set_icrc(f, n);
-    wire_send(fd, f, n);
-    wire_expect_count(&e1, "wire-malformed", bad + 3);
+    f[QRDMA_DP_WIRE_BTH] = 0x1f;                      /* no such RC opcode */
+    qrdma_dp_wire_set_icrc(f, n);
+    qrdma_dp_wire_send(fd, f, n);
+    qrdma_dp_wire_expect_count(&e1, "wire-malformed", bad + 3);
 
     memcpy(f, good, n);
-    f[WIRE_BTH + 1] |= 0x01;                    /* transport version 1 */
-    wire_set_icrc(f, n);
-    wire_send(fd, f, n);
-    wire_expect_count(&e1, "wire-malformed", bad + 4);
+    f[QRDMA_DP_WIRE_BTH + 1] |= 0x01;                 /* transport version 1 */
+    qrdma_dp_wire_set_icrc(f, n);
+    qrdma_dp_wire_send(fd, f, n);
+    qrdma_dp_wire_expect_count(&e1, "wire-malformed", bad + 4);
 
-    wire_send(fd, good, WIRE_BTH + 6);          /* cut in the BTH */
-    wire_expect_count(&e1, "wire-malformed", bad + 5);
+    /* cut in the BTH */
+    qrdma_dp_wire_send(fd, good, QRDMA_DP_WIRE_BTH + 6);
+    qrdma_dp_wire_expect_count(&e1, "wire-malformed", bad + 5);
 
     memcpy(f, good, n);
-    stl_be_p(f + WIRE_BTH + 4, 0x00abcdef);     /* nobody's QPN */
-    wire_set_icrc(f, n);
-    wire_send(fd, f, n);
-    wire_expect_count(&e1, "pkts-dropped", drop + 1);
+    stl_be_p(f + QRDMA_DP_WIRE_BTH + 4, 0x00abcdef);  /* nobody's QPN */
+    qrdma_dp_wire_set_icrc(f, n);
+    qrdma_dp_wire_send(fd, f, n);
+    qrdma_dp_wire_expect_count(&e1, "pkts-dropped", drop + 1);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "icrc-errors"), ==, icrc + 1);
 
-    expect_no_cqe(&e1, &e1.cq);
-    expect_data(&e1, 0, "untouched");
+    qrdma_dp_expect_no_cqe(&e1, &e1.cq);
+    qrdma_dp_expect_data(&e1, 0, "untouched");
 
     /* the QPs go on as if nothing had come */
-    w = wqe_sge(0xa2, QRDMA_WR_SEND, e0.data, 12, e0.lkey);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e1, &e1.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e1, 0, "on the wire");
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_SEND, e0.data, 12, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb2, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 0, "on the wire");
 }
-
 
 /*
  * Responder resources on the wire.  A FETCH_ADD that comes again (here:
@@ -3448,33 +2793,33 @@ static void test_wire_responder_resources(void *obj, void *data,
                                           QGuestAllocator *alloc)
 {
     int fd = ((int *)data)[0];
-    uint8_t f[WIRE_FRAME_MAX], first[WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], first[QRDMA_DP_WIRE_FRAME_MAX];
     size_t n, first_len = 0;
     struct qrdma_sq_wqe w;
     int i, acks = 0;
     uint64_t dups;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 100);
-    wire_drain(fd);
+    qrdma_dp_wire_drain(fd);
 
     for (i = 0; i < 2; i++) {
-        w = wqe_sge(0xa1 + i, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
-                    e0.data + 4096 * 10 + 8 * i, 8, e0.lkey);
+        w = qrdma_dp_wqe_sge(0xa1 + i, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
+                             e0.data + 4096 * 10 + 8 * i, 8, e0.lkey);
         w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
         w.rdma.rkey = cpu_to_le32(e1.rkey);
         w.rdma.compare_add = cpu_to_le64(1 + i);
-        post_send(&e0, &a, &w);
-        expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_FETCH_ADD,
-                   QRDMA_WC_SUCCESS);
+        qrdma_dp_post_send(&e0, &a, &w);
+        qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_FETCH_ADD,
+                            QRDMA_WC_SUCCESS);
     }
     g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 103);
-    while ((n = wire_recv(fd, f)) != 0) {
-        if (wire_check_frame(f, n) == 0x14 && !first_len) {
+    while ((n = qrdma_dp_wire_recv(fd, f)) != 0) {
+        if (qrdma_dp_wire_check_frame(f, n) == 0x14 && !first_len) {
             memcpy(first, f, n);
             first_len = n;
         }
@@ -3482,74 +2827,18 @@ static void test_wire_responder_resources(void *obj, void *data,
     g_assert_cmpuint(first_len, >, 0);
 
     dups = qrdma_t_qom_get(&e1.t, "dup-reqs");
-    wire_send(fd, first, first_len);
-    wire_expect_count(&e1, "dup-reqs", dups + 1);
+    qrdma_dp_wire_send(fd, first, first_len);
+    qrdma_dp_wire_expect_count(&e1, "dup-reqs", dups + 1);
     g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 103);
-    while ((n = wire_recv(fd, f)) != 0) {
-        if (wire_check_frame(f, n) == 0x12) {
+    while ((n = qrdma_dp_wire_recv(fd, f)) != 0) {
+        if (qrdma_dp_wire_check_frame(f, n) == 0x12) {
             /* AtomicAckETH after the BTH and the AETH: the first value */
-            g_assert_cmpuint(ldq_be_p(f + WIRE_BTH + 16), ==, 100);
+            g_assert_cmpuint(ldq_be_p(f + QRDMA_DP_WIRE_BTH + 16), ==, 100);
             acks++;
         }
     }
     g_assert_cmpint(acks, ==, 1);
-    expect_no_cqe(&e0, &e0.cq);
-}
-
-
-/*
- * The test as the wire between the two functions: qrdma0's netdev and
- * qrdma1's are each a datagram socket whose other end the test holds, and
- * a frame goes across only when the test passes it on.
- */
-static void relay_cleanup(void *sockets)
-{
-    int *sv = sockets;
-
-    close(sv[0]);
-    close(sv[2]);
-    qos_invalidate_command_line();
-    close(sv[1]);
-    close(sv[3]);
-    g_free(sv);
-}
-
-static void *relay_setup(GString *cmd_line, void *arg)
-{
-    int *sv = g_new(int, 4);
-
-    g_assert_cmpint(socketpair(PF_UNIX, SOCK_DGRAM, 0, sv), ==, 0);
-    g_assert_cmpint(socketpair(PF_UNIX, SOCK_DGRAM, 0, sv + 2), ==, 0);
-    g_string_append_printf(cmd_line,
-        " -netdev dgram,id=w0,local.type=fd,local.str=%d"
-        " -netdev dgram,id=w1,local.type=fd,local.str=%d"
-        " -device qrdma-fabric,id=f1"
-        " -device qrdma,addr=05.0,id=qrdma1,fabric=f1,netdev=w1,mac="
-        WIRE_MAC1 " ", sv[1], sv[3]);
-    g_test_queue_destroy(relay_cleanup, sv);
-    return sv;
-}
-
-/* Pass on every frame from one side, up to want of them; their opcodes. */
-static int relay(int from, int to, int want, uint8_t *ops)
-{
-    uint8_t f[WIRE_FRAME_MAX];
-    size_t n;
-    int k = 0;
-
-    while (k < want && (n = wire_recv(from, f)) != 0) {
-        ops[k++] = wire_check_frame(f, n);
-        wire_send(to, f, n);
-    }
-    return k;
-}
-
-/* Whether a frame comes from fd within 300 ms. */
-static bool relay_quiet(int fd)
-{
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-
-    return poll(&p, 1, 300) == 0;
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
 }
 
 /*
@@ -3565,53 +2854,42 @@ static void test_wire_rd_atomic_limit(void *obj, void *data,
     struct qrdma_sq_wqe w;
     uint8_t ops[8];
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     int i, k;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.max_rd_atomic = 1;
-    connect_rc(&e0, &a, &e1, &b, true);
-    write_data(&e1, 4096 * 9, "read me");
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_write_data(&e1, 4096 * 9, "read me");
     for (i = 0; i < 3; i++) {
-        w = wqe_sge(0xb1 + i, QRDMA_WR_RDMA_READ, e0.data + 4096 * (4 + i),
-                    2048, e0.lkey);
+        w = qrdma_dp_wqe_sge(0xb1 + i, QRDMA_WR_RDMA_READ,
+                             e0.data + 4096 * (4 + i), 2048, e0.lkey);
         w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
         w.rdma.rkey = cpu_to_le32(e1.rkey);
         qtest_memwrite(e0.t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
                        &w, sizeof(w));
         a.sq_pi++;
     }
-    ring_db(&e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+    qrdma_dp_ring_db(&e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
     for (i = 0; i < 3; i++) {
-        k = relay(sv[0], sv[2], 1, ops);
+        k = qrdma_dp_relay(sv[0], sv[2], 1, ops);
         g_assert_cmpint(k, ==, 1);
         g_assert_cmphex(ops[0], ==, 0x0c);              /* READ_REQ */
-        g_assert_true(relay_quiet(sv[0]));
-        k = relay(sv[2], sv[0], 2, ops);
+        g_assert_true(qrdma_dp_relay_quiet(sv[0]));
+        k = qrdma_dp_relay(sv[2], sv[0], 2, ops);
         g_assert_cmpint(k, ==, 2);
         g_assert_cmphex(ops[0], ==, 0x0d);
         g_assert_cmphex(ops[1], ==, 0x0f);
-        expect_cqe(&e0, &e0.cq, 0xb1 + i, a.qpn, QRDMA_WC_RDMA_READ,
-                   QRDMA_WC_SUCCESS);
-        expect_data(&e0, 4096 * (4 + i), "read me");
+        qrdma_dp_expect_cqe(&e0, &e0.cq, 0xb1 + i, a.qpn, QRDMA_WC_RDMA_READ,
+                            QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_data(&e0, 4096 * (4 + i), "read me");
     }
-    g_assert_true(relay_quiet(sv[0]));
-}
-
-
-/* The IPv4 header checksum and the ICRC of a frame, made right again. */
-static void wire_fix(uint8_t *f, size_t len)
-{
-    stw_be_p(f + WIRE_IP + 2, len - WIRE_IP);
-    stw_be_p(f + WIRE_UDP + 4, len - WIRE_UDP);
-    stw_be_p(f + WIRE_IP + 10, 0);
-    stw_be_p(f + WIRE_IP + 10, wire_ipsum(f + WIRE_IP));
-    wire_set_icrc(f, len);
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
 }
 
 /* The frame counters of e: every frame it takes lands in one of them. */
-static uint64_t wire_frames_counted(Env *e)
+static uint64_t wire_frames_counted(QrdmaDpEnv *e)
 {
     return qrdma_t_qom_get(&e->t, "pkts-rcvd") +
            qrdma_t_qom_get(&e->t, "icrc-errors") +
@@ -3621,7 +2899,7 @@ static uint64_t wire_frames_counted(Env *e)
 }
 
 /* Waits up to 2 s for e to have counted want frames since before. */
-static void wire_expect_frames(Env *e, uint64_t before, uint64_t want)
+static void wire_expect_frames(QrdmaDpEnv *e, uint64_t before, uint64_t want)
 {
     int i;
 
@@ -3632,11 +2910,11 @@ static void wire_expect_frames(Env *e, uint64_t before, uint64_t want)
 }
 
 /* Takes every CQE there is, so that the CQ never overflows. */
-static void drain_cq(Env *e)
+static void drain_cq(QrdmaDpEnv *e)
 {
     struct qrdma_cqe cqe;
 
-    while (poll_cq(e, &e->cq, &cqe)) {
+    while (qrdma_dp_poll_cq(e, &e->cq, &cqe)) {
         g_assert_cmpuint(cqe.status, <=, QRDMA_WC_GENERAL_ERR);
     }
 }
@@ -3663,22 +2941,23 @@ static size_t wire_mutate(GRand *r, const uint8_t *good, size_t len,
     case 1:
         return g_rand_int_range(r, 1, n);
     case 2:
-        f[WIRE_BTH] = g_rand_int_range(r, 0, 256);
-        f[WIRE_BTH + 1] &= 0xf0;
+        f[QRDMA_DP_WIRE_BTH] = g_rand_int_range(r, 0, 256);
+        f[QRDMA_DP_WIRE_BTH + 1] &= 0xf0;
         break;
     default:
         for (k = g_rand_int_range(r, 1, 6); k > 0; k--) {
-            f[WIRE_BTH + 8 + g_rand_int_range(r, 0, 32)] =
+            f[QRDMA_DP_WIRE_BTH + 8 + g_rand_int_range(r, 0, 32)] =
                 g_rand_int_range(r, 0, 256);
         }
         if (g_rand_boolean(r)) {
-            n = MIN(MAX(WIRE_BTH + 16, n + g_rand_int_range(r, -64, 65)),
-                    (size_t)WIRE_FRAME_MAX);
+            n = MIN(MAX(QRDMA_DP_WIRE_BTH + 16,
+                        n + g_rand_int_range(r, -64, 65)),
+                    (size_t)QRDMA_DP_WIRE_FRAME_MAX);
             memset(f + len, 0x5a, n > len ? n - len : 0);
         }
         break;
     }
-    wire_fix(f, n);
+    qrdma_dp_wire_fix(f, n);
     return n;
 }
 
@@ -3695,62 +2974,64 @@ static void test_fuzz_wire_frames(void *obj, void *data,
 {
     enum { MAX_GOOD = 64 };
     int *sv = data;
-    static uint8_t good[MAX_GOOD][WIRE_FRAME_MAX];
+    static uint8_t good[MAX_GOOD][QRDMA_DP_WIRE_FRAME_MAX];
     size_t good_len[MAX_GOOD], n;
-    uint8_t f[WIRE_FRAME_MAX], ops[64];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[64];
     unsigned ngood = 0, i, iters;
     struct qrdma_sq_wqe w;
     uint64_t before;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b, c, d;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b, c, d;
     GRand *r;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.path_mtu = e1.path_mtu = 1;
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
 
     /* the good frames: SEND, WRITE, READ, atomics, passed on as they go */
-    post_recv(&e1, &b, 0xb1, e1.data, 4096, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 700, e0.lkey);
-    post_send(&e0, &a, &w);
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE_WITH_IMM, e0.data, 600, e0.lkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data, 4096, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 700, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE_WITH_IMM, e0.data, 600,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 8192);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_recv(&e1, &b, 0xb2, e1.data, 4096, e1.lkey);
-    post_send(&e0, &a, &w);
-    w = wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096, 600, e0.lkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb2, e1.data, 4096, e1.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096, 600,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 8192);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    w = wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e0.data + 8192, 8,
-                e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e0.data + 8192, 8,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 3);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
+    qrdma_dp_post_send(&e0, &a, &w);
     for (i = 0; i < 8 && ngood < MAX_GOOD; i++) {
         while (ngood < MAX_GOOD &&
-               (n = wire_recv(sv[0], good[ngood])) != 0) {
-            wire_send(sv[2], good[ngood], n);
+               (n = qrdma_dp_wire_recv(sv[0], good[ngood])) != 0) {
+            qrdma_dp_wire_send(sv[2], good[ngood], n);
             good_len[ngood++] = n;
         }
-        relay(sv[2], sv[0], G_N_ELEMENTS(ops), ops);
+        qrdma_dp_relay(sv[2], sv[0], G_N_ELEMENTS(ops), ops);
     }
     g_assert_cmpuint(ngood, >=, 8);
 
     r = qrdma_t_fuzz_rand();
     iters = qrdma_t_fuzz_iters(3000);
-    post_recv(&e1, &b, 0xb3, e1.data, 4096, e1.lkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb3, e1.data, 4096, e1.lkey);
     before = wire_frames_counted(&e1);
     for (i = 0; i < iters; i++) {
         unsigned g = g_rand_int_range(r, 0, ngood);
 
         n = wire_mutate(r, good[g], good_len[g], f);
-        wire_send(sv[2], f, n);
+        qrdma_dp_wire_send(sv[2], f, n);
         /* what qrdma1 answers goes nowhere: the test drops it */
         if (i % 64 == 63) {
             wire_expect_frames(&e1, before, i + 1);
-            wire_drain(sv[2]);
+            qrdma_dp_wire_drain(sv[2]);
             drain_cq(&e1);
         }
     }
@@ -3762,23 +3043,24 @@ static void test_fuzz_wire_frames(void *obj, void *data,
                    qrdma_t_qom_get(&e1.t, "wire-malformed"));
 
     /* the devices still work: a new pair of QPs, data across */
-    wire_drain(sv[0]);
-    wire_drain(sv[2]);
+    qrdma_dp_wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[2]);
     drain_cq(&e0);
     drain_cq(&e1);
-    connect_rc(&e0, &c, &e1, &d, true);
-    write_data(&e0, 4096 * 5, "still here");
-    post_recv(&e1, &d, 0xd1, e1.data + 4096 * 6, 64, e1.lkey);
-    w = wqe_sge(0xc1, QRDMA_WR_SEND, e0.data + 4096 * 5, 11, e0.lkey);
-    post_send(&e0, &c, &w);
-    relay(sv[0], sv[2], 1, ops);
-    relay(sv[2], sv[0], 1, ops);
-    expect_cqe(&e1, &e1.cq, 0xd1, d.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e0, &e0.cq, 0xc1, c.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e1, 4096 * 6, "still here");
+    qrdma_dp_connect_rc(&e0, &c, &e1, &d, true);
+    qrdma_dp_write_data(&e0, 4096 * 5, "still here");
+    qrdma_dp_post_recv(&e1, &d, 0xd1, e1.data + 4096 * 6, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xc1, QRDMA_WR_SEND, e0.data + 4096 * 5, 11, e0.lkey);
+    qrdma_dp_post_send(&e0, &c, &w);
+    qrdma_dp_relay(sv[0], sv[2], 1, ops);
+    qrdma_dp_relay(sv[2], sv[0], 1, ops);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xd1, d.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xc1, c.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 4096 * 6, "still here");
     g_rand_free(r);
 }
-
 
 /*
  * A READ whose responses are lost after the first is asked for again when
@@ -3795,77 +3077,78 @@ static void test_wire_read_retry(void *obj, void *data,
 {
     enum { LEN = 3000 };
     int *sv = data;
-    uint8_t src[LEN], got[LEN], f[WIRE_FRAME_MAX], ops[8];
+    uint8_t src[LEN], got[LEN], f[QRDMA_DP_WIRE_FRAME_MAX], ops[8];
     struct qrdma_sq_wqe w;
     uint64_t retx, rcvd;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.timeout = 10;                    /* 4.2 ms of the virtual clock */
     e0.max_rd_atomic = 1;
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     for (i = 0; i < LEN; i++) {
         src[i] = i * 29 + 1;
     }
     qtest_memwrite(e1.t.qts, e1.data + 4096 * 2, src, LEN);
     retx = qrdma_t_qom_get(&e0.t, "retransmits");
 
-    w = wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, LEN, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, LEN,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x0c);
     /* the first of three responses arrives, the others are lost */
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x0d);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x0d);
     rcvd = qrdma_t_qom_get(&e0.t, "pkts-rcvd");
-    wire_send(sv[0], f, n);
+    qrdma_dp_wire_send(sv[0], f, n);
     /* in before the clock moves: QEMU reads the socket when it can */
-    wire_expect_count(&e0, "pkts-rcvd", rcvd + 1);
-    wire_drain(sv[2]);
-    expect_no_cqe(&e0, &e0.cq);
+    qrdma_dp_wire_expect_count(&e0, "pkts-rcvd", rcvd + 1);
+    qrdma_dp_wire_drain(sv[2]);
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
 
     /* the timer fires: the READ goes again for the rest, two responses */
     qtest_clock_step(e0.t.qts, 5 * SCALE_MS);
-    n = wire_recv(sv[0], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x0c);
+    n = qrdma_dp_wire_recv(sv[0], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x0c);
     g_assert_cmpuint(ldl_be_p(f + WIRE_RETH_LEN), ==, LEN - 1024);
-    wire_send(sv[2], f, n);
+    qrdma_dp_wire_send(sv[2], f, n);
     /* the rest of the first answer: MIDDLE, LAST, as rxe expects */
-    g_assert_cmpint(relay(sv[2], sv[0], 2, ops), ==, 2);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 2, ops), ==, 2);
     g_assert_cmphex(ops[0], ==, 0x0e);
     g_assert_cmphex(ops[1], ==, 0x0f);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits") - retx, ==, 1);
     qtest_memread(e0.t.qts, e0.data + 4096 * 4, got, LEN);
     g_assert_cmpmem(got, LEN, src, LEN);
 
     /* slow: 3 ms between responses, 9 ms in all, against 4.2 ms */
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_READ, e0.data + 4096 * 8, LEN, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_READ, e0.data + 4096 * 8, LEN,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
     for (i = 0; i < 3; i++) {
         qtest_clock_step(e0.t.qts, 3 * SCALE_MS);
         rcvd = qrdma_t_qom_get(&e0.t, "pkts-rcvd");
-        g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
-        wire_expect_count(&e0, "pkts-rcvd", rcvd + 1);
+        g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
+        qrdma_dp_wire_expect_count(&e0, "pkts-rcvd", rcvd + 1);
     }
-    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits") - retx, ==, 1);
-    g_assert_true(relay_quiet(sv[0]));
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
     qtest_memread(e0.t.qts, e0.data + 4096 * 8, got, LEN);
     g_assert_cmpmem(got, LEN, src, LEN);
 }
-
 
 /*
  * A lost READ response is asked for again as soon as a later answer shows
@@ -3878,19 +3161,19 @@ static void test_wire_read_gap(void *obj, void *data, QGuestAllocator *alloc)
 {
     enum { LEN = 3000 };
     static const uint8_t want[6] = { 0x0d, 0x0e, 0x0f, 0x0d, 0x0e, 0x0f };
-    static uint8_t f[6][WIRE_FRAME_MAX];
+    static uint8_t f[6][QRDMA_DP_WIRE_FRAME_MAX];
     int *sv = data;
     uint8_t src[LEN], got[LEN], ops[8];
     struct qrdma_sq_wqe w;
     uint64_t retx, rcvd;
     size_t n[6];
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     for (i = 0; i < LEN; i++) {
         src[i] = i * 31 + 7;
     }
@@ -3898,54 +3181,53 @@ static void test_wire_read_gap(void *obj, void *data, QGuestAllocator *alloc)
     retx = qrdma_t_qom_get(&e0.t, "retransmits");
 
     for (i = 0; i < 2; i++) {
-        w = wqe_sge(0xa1 + i, QRDMA_WR_RDMA_READ, e0.data + 4096 * (4 + 4 * i),
-                    LEN, e0.lkey);
+        w = qrdma_dp_wqe_sge(0xa1 + i, QRDMA_WR_RDMA_READ,
+                             e0.data + 4096 * (4 + 4 * i), LEN, e0.lkey);
         w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
         w.rdma.rkey = cpu_to_le32(e1.rkey);
-        post_send(&e0, &a, &w);
+        qrdma_dp_post_send(&e0, &a, &w);
     }
-    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 2, ops), ==, 2);
     g_assert_cmphex(ops[0], ==, 0x0c);
     g_assert_cmphex(ops[1], ==, 0x0c);
     for (i = 0; i < 6; i++) {
-        n[i] = wire_recv(sv[2], f[i]);
-        g_assert_cmphex(wire_check_frame(f[i], n[i]), ==, want[i]);
+        n[i] = qrdma_dp_wire_recv(sv[2], f[i]);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(f[i], n[i]), ==, want[i]);
     }
     /* the first READ's middle response is lost */
     rcvd = qrdma_t_qom_get(&e0.t, "pkts-rcvd");
-    wire_send(sv[0], f[0], n[0]);
+    qrdma_dp_wire_send(sv[0], f[0], n[0]);
     for (i = 2; i < 6; i++) {
-        wire_send(sv[0], f[i], n[i]);
+        qrdma_dp_wire_send(sv[0], f[i], n[i]);
     }
-    wire_expect_count(&e0, "pkts-rcvd", rcvd + 5);
+    qrdma_dp_wire_expect_count(&e0, "pkts-rcvd", rcvd + 5);
 
     /* both READs went again, once, with the clock standing still */
     for (i = 0; i < 2; i++) {
-        n[i] = wire_recv(sv[0], f[i]);
-        g_assert_cmphex(wire_check_frame(f[i], n[i]), ==, 0x0c);
+        n[i] = qrdma_dp_wire_recv(sv[0], f[i]);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(f[i], n[i]), ==, 0x0c);
     }
     g_assert_cmpuint(ldl_be_p(f[0] + WIRE_RETH_LEN), ==, LEN - 1024);
     g_assert_cmpuint(ldl_be_p(f[1] + WIRE_RETH_LEN), ==, LEN);
-    g_assert_true(relay_quiet(sv[0]));
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits") - retx, ==, 1);
-    expect_no_cqe(&e0, &e0.cq);
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
 
     for (i = 0; i < 2; i++) {
-        wire_send(sv[2], f[i], n[i]);
+        qrdma_dp_wire_send(sv[2], f[i], n[i]);
     }
-    g_assert_cmpint(relay(sv[2], sv[0], 5, ops), ==, 5);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 5, ops), ==, 5);
     g_assert_cmphex(ops[0], ==, 0x0e);  /* the first READ's rest */
     g_assert_cmphex(ops[1], ==, 0x0f);
     for (i = 0; i < 2; i++) {
-        expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_RDMA_READ,
-                   QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_RDMA_READ,
+                            QRDMA_WC_SUCCESS);
         qtest_memread(e0.t.qts, e0.data + 4096 * (4 + 4 * i), got, LEN);
         g_assert_cmpmem(got, LEN, src, LEN);
     }
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits") - retx, ==, 1);
-    g_assert_true(relay_quiet(sv[0]));
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
 }
-
 
 /*
  * Go-back-N does not forget what went before: three SENDs go, their ACKs
@@ -3956,73 +3238,68 @@ static void test_wire_read_gap(void *obj, void *data, QGuestAllocator *alloc)
 static void test_wire_late_ack(void *obj, void *data, QGuestAllocator *alloc)
 {
     int *sv = data;
-    static uint8_t ack[3][WIRE_FRAME_MAX];
-    uint8_t f[WIRE_FRAME_MAX], ops[8];
+    static uint8_t ack[3][QRDMA_DP_WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8];
     struct qrdma_sq_wqe w;
     size_t n, ack_len[3];
     uint64_t rcvd;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.timeout = 10;                    /* 4.2 ms of the virtual clock */
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     for (i = 0; i < 3; i++) {
-        post_recv(&e1, &b, 0xb1 + i, e1.data + 64 * i, 64, e1.lkey);
+        qrdma_dp_post_recv(&e1, &b, 0xb1 + i, e1.data + 64 * i, 64, e1.lkey);
     }
     for (i = 0; i < 3; i++) {
-        w = wqe_sge(0xa1 + i, QRDMA_WR_SEND, e0.data, 16, e0.lkey);
+        w = qrdma_dp_wqe_sge(0xa1 + i, QRDMA_WR_SEND, e0.data, 16, e0.lkey);
         qtest_memwrite(e0.t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
                        &w, sizeof(w));
         a.sq_pi++;
     }
-    ring_db(&e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
-    g_assert_cmpint(relay(sv[0], sv[2], 3, ops), ==, 3);
+    qrdma_dp_ring_db(&e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 3, ops), ==, 3);
     for (i = 0; i < 3; i++) {
-        expect_cqe(&e1, &e1.cq, 0xb1 + i, b.qpn, QRDMA_WC_RECV,
-                   QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1 + i, b.qpn, QRDMA_WC_RECV,
+                            QRDMA_WC_SUCCESS);
     }
     /* their ACKs, held back */
     for (i = 0; i < 3; i++) {
-        ack_len[i] = wire_recv(sv[2], ack[i]);
-        g_assert_cmphex(wire_check_frame(ack[i], ack_len[i]), ==, 0x11);
+        ack_len[i] = qrdma_dp_wire_recv(sv[2], ack[i]);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(ack[i], ack_len[i]), ==,
+                        0x11);
     }
 
     /* the timer fires: the first goes again */
     qtest_clock_step(e0.t.qts, 5 * SCALE_MS);
-    n = wire_recv(sv[0], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x04);
+    n = qrdma_dp_wire_recv(sv[0], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x04);
     /* the late ACKs complete the three */
     rcvd = qrdma_t_qom_get(&e0.t, "pkts-rcvd");
     for (i = 0; i < 3; i++) {
-        wire_send(sv[0], ack[i], ack_len[i]);
+        qrdma_dp_wire_send(sv[0], ack[i], ack_len[i]);
     }
-    wire_expect_count(&e0, "pkts-rcvd", rcvd + 3);
+    qrdma_dp_wire_expect_count(&e0, "pkts-rcvd", rcvd + 3);
     for (i = 0; i < 3; i++) {
-        expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_SEND,
-                   QRDMA_WC_SUCCESS);
+        qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
     }
     /* what the retry sent before the ACK came is all it sends */
-    wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[0]);
     qtest_clock_step(e0.t.qts, 20 * SCALE_MS);
-    g_assert_true(relay_quiet(sv[0]));
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
 }
 
-
-/* The BTH PSN of a frame, and a copy of an answer made to say otherwise. */
-static uint32_t wire_psn(const uint8_t *f)
-{
-    return ldl_be_p(f + WIRE_BTH + 8) & 0xffffff;
-}
-
+/* A copy of an answer, made to say otherwise. */
 static void wire_forge_aeth(uint8_t *f, size_t n, uint32_t psn,
                             uint8_t syndrome)
 {
-    stl_be_p(f + WIRE_BTH + 8, psn);
-    f[WIRE_BTH + 12] = syndrome;
-    wire_set_icrc(f, n);
+    stl_be_p(f + QRDMA_DP_WIRE_BTH + 8, psn);
+    f[QRDMA_DP_WIRE_BTH + 12] = syndrome;
+    qrdma_dp_wire_set_icrc(f, n);
 }
 
 /*
@@ -4039,89 +3316,93 @@ static void test_wire_nak_mid_message(void *obj, void *data,
 {
     enum { LEN = 3000 };
     int *sv = data;
-    uint8_t ack[WIRE_FRAME_MAX], f[WIRE_FRAME_MAX], mid[WIRE_FRAME_MAX];
+    uint8_t ack[QRDMA_DP_WIRE_FRAME_MAX], f[QRDMA_DP_WIRE_FRAME_MAX];
+    uint8_t mid[QRDMA_DP_WIRE_FRAME_MAX];
     uint8_t ops[8];
     struct qrdma_sq_wqe w;
     uint32_t last;
     size_t n, ack_len;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    rc_to_rtr(&e0, &a, &e1, &b);
-    to_rts(&e0, &a, 7);
-    to_rts(&e1, &b, 7);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_rc_to_rtr(&e0, &a, &e1, &b);
+    qrdma_dp_to_rts(&e0, &a, 7);
+    qrdma_dp_to_rts(&e1, &b, 7);
 
     /* WRITE_WITH_IMM in three packets; its ACK becomes an RNR NAK */
-    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_RDMA_WRITE_WITH_IMM, e0.data, LEN, e0.lkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_RDMA_WRITE_WITH_IMM, e0.data, LEN,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 3, ops), ==, 3);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 3, ops), ==, 3);
     g_assert_cmphex(ops[2], ==, 0x09);          /* RDMA_WRITE_LAST_WITH_IMM */
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
-               QRDMA_WC_SUCCESS);
-    ack_len = wire_recv(sv[2], ack);
-    g_assert_cmphex(wire_check_frame(ack, ack_len), ==, 0x11);
-    last = wire_psn(ack);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV_RDMA_WITH_IMM,
+                        QRDMA_WC_SUCCESS);
+    ack_len = qrdma_dp_wire_recv(sv[2], ack);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(ack, ack_len), ==, 0x11);
+    last = qrdma_dp_wire_psn(ack);
     memcpy(f, ack, ack_len);
     wire_forge_aeth(f, ack_len, last, 0x20 | 1);    /* RNR NAK, 10 us */
-    wire_send(sv[0], f, ack_len);
-    wire_expect_count(&e0, "rnr-naks-rcvd", 1);
-    expect_no_cqe(&e0, &e0.cq);
+    qrdma_dp_wire_send(sv[0], f, ack_len);
+    qrdma_dp_wire_expect_count(&e0, "rnr-naks-rcvd", 1);
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
     qtest_clock_step(e0.t.qts, SCALE_MS);
-    n = wire_recv(sv[0], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x09);
-    g_assert_cmphex(wire_psn(f), ==, last);
-    g_assert_true(relay_quiet(sv[0]));
+    n = qrdma_dp_wire_recv(sv[0], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x09);
+    g_assert_cmphex(qrdma_dp_wire_psn(f), ==, last);
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
     /* the ACK it would have had in the first place */
-    wire_send(sv[0], ack, ack_len);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_WRITE,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_wire_send(sv[0], ack, ack_len);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
 
     /* a WRITE whose MIDDLE is refused: REM_ACCESS_ERR, no clock needed */
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 8);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
+    qrdma_dp_post_send(&e0, &a, &w);
     for (i = 0; i < 3; i++) {
-        n = wire_recv(sv[0], f);
-        g_assert_cmphex(wire_check_frame(f, n), ==, 0x06 + i);
+        n = qrdma_dp_wire_recv(sv[0], f);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x06 + i);
         if (i == 1) {
             memcpy(mid, f, n);
         }
     }
     memcpy(f, ack, ack_len);
-    wire_forge_aeth(f, ack_len, wire_psn(mid), 0x60 | 2);
-    wire_send(sv[0], f, ack_len);
-    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
-               QRDMA_WC_REM_ACCESS_ERR);
-    wire_drain(sv[0]);
+    wire_forge_aeth(f, ack_len, qrdma_dp_wire_psn(mid), 0x60 | 2);
+    qrdma_dp_wire_send(sv[0], f, ack_len);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_wire_drain(sv[0]);
 
     /* a receive of 2500 bytes for a SEND of 3000: NAKed at SEND_LAST */
-    connect_rc(&e0, &a, &e1, &b, true);
-    post_recv(&e1, &b, 0xb3, e1.data, 2500, e1.lkey);
-    w = wqe_sge(0xa3, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
-    post_send(&e0, &a, &w);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_post_recv(&e1, &b, 0xb3, e1.data, 2500, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
     for (i = 0; i < 3; i++) {
-        n = wire_recv(sv[0], f);
-        g_assert_cmphex(wire_check_frame(f, n), ==, i);     /* SEND_* */
-        last = wire_psn(f);
-        wire_send(sv[2], f, n);
+        n = qrdma_dp_wire_recv(sv[0], f);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, i);    /* SEND_* */
+        last = qrdma_dp_wire_psn(f);
+        qrdma_dp_wire_send(sv[2], f, n);
     }
-    expect_cqe(&e1, &e1.cq, 0xb3, b.qpn, QRDMA_WC_RECV, QRDMA_WC_LOC_LEN_ERR);
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
-    g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x60 | 1);    /* NAK: invalid req */
-    g_assert_cmphex(wire_psn(f), ==, last);
-    wire_send(sv[0], f, n);
-    expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_SEND,
-               QRDMA_WC_REM_INV_REQ_ERR);
-    wire_drain(sv[0]);
-    wire_drain(sv[2]);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb3, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_LOC_LEN_ERR);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x11);
+    /* NAK: invalid req */
+    g_assert_cmphex(f[QRDMA_DP_WIRE_BTH + 12], ==, 0x60 | 1);
+    g_assert_cmphex(qrdma_dp_wire_psn(f), ==, last);
+    qrdma_dp_wire_send(sv[0], f, n);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_REM_INV_REQ_ERR);
+    qrdma_dp_wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[2]);
 }
 
 /* The frame f of n bytes with the last cut bytes of its payload gone. */
@@ -4129,11 +3410,12 @@ static size_t wire_trim_payload(uint8_t *f, size_t n, size_t cut)
 {
     size_t len = n - cut;
 
-    stw_be_p(f + WIRE_IP + 2, len - WIRE_IP);
-    stw_be_p(f + WIRE_IP + 10, 0);
-    stw_be_p(f + WIRE_IP + 10, wire_ipsum(f + WIRE_IP));
-    stw_be_p(f + WIRE_UDP + 4, len - WIRE_UDP);
-    wire_set_icrc(f, len);
+    stw_be_p(f + QRDMA_DP_WIRE_IP + 2, len - QRDMA_DP_WIRE_IP);
+    stw_be_p(f + QRDMA_DP_WIRE_IP + 10, 0);
+    stw_be_p(f + QRDMA_DP_WIRE_IP + 10,
+             qrdma_dp_wire_ipsum(f + QRDMA_DP_WIRE_IP));
+    stw_be_p(f + QRDMA_DP_WIRE_UDP + 4, len - QRDMA_DP_WIRE_UDP);
+    qrdma_dp_wire_set_icrc(f, len);
     return len;
 }
 
@@ -4147,51 +3429,53 @@ static void test_wire_msn_pmtu(void *obj, void *data, QGuestAllocator *alloc)
 {
     enum { LEN = 3000 };
     int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX], ops[8];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8];
     struct qrdma_sq_wqe w;
     uint32_t mid_psn = 0;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
-    w = wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, 8, e0.lkey);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, 8,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x10);
-    g_assert_cmpuint(ldl_be_p(f + WIRE_BTH + 12) & 0xffffff, ==, 1);
-    wire_send(sv[0], f, n);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x10);
+    g_assert_cmpuint(ldl_be_p(f + QRDMA_DP_WIRE_BTH + 12) & 0xffffff, ==, 1);
+    qrdma_dp_wire_send(sv[0], f, n);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
 
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, LEN, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 4);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
+    qrdma_dp_post_send(&e0, &a, &w);
     for (i = 0; i < 3; i++) {
-        n = wire_recv(sv[0], f);
-        g_assert_cmphex(wire_check_frame(f, n), ==, 0x06 + i);
+        n = qrdma_dp_wire_recv(sv[0], f);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x06 + i);
         if (i == 1) {
-            mid_psn = wire_psn(f);
+            mid_psn = qrdma_dp_wire_psn(f);
             n = wire_trim_payload(f, n, 512);
-            g_assert_cmphex(wire_check_frame(f, n), ==, 0x07);
+            g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x07);
         }
         if (i < 2) {
-            wire_send(sv[2], f, n);
+            qrdma_dp_wire_send(sv[2], f, n);
         }
     }
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
-    g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x60 | 1);    /* invalid request */
-    g_assert_cmphex(wire_psn(f), ==, mid_psn);
-    wire_drain(sv[0]);
-    wire_drain(sv[2]);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x11);
+    /* invalid request */
+    g_assert_cmphex(f[QRDMA_DP_WIRE_BTH + 12], ==, 0x60 | 1);
+    g_assert_cmphex(qrdma_dp_wire_psn(f), ==, mid_psn);
+    qrdma_dp_wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[2]);
 }
 
 /*
@@ -4207,82 +3491,85 @@ static void test_wire_flush_atomic_write(void *obj, void *data,
 {
     static const uint8_t bytes[8] = "ABCDEFG";
     int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX], req[WIRE_FRAME_MAX], aw[WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], req[QRDMA_DP_WIRE_FRAME_MAX];
+    uint8_t aw[QRDMA_DP_WIRE_FRAME_MAX];
     uint8_t ops[8], got[8];
     struct qrdma_sq_wqe w;
     size_t n, req_len, aw_len;
     uint32_t mr;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.max_rd_atomic = 1;
     e1.qp_access |= QRDMA_ACCESS_FLUSH_GLOBAL;
-    connect_rc(&e0, &a, &e1, &b, true);
-    mr = reg_mr(&e1, e1.pd, 4096 * 10, 4096,
-                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
-                QRDMA_ACCESS_FLUSH_GLOBAL);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    mr = qrdma_dp_reg_mr(&e1, e1.pd, 4096 * 10, 4096,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                         QRDMA_ACCESS_FLUSH_GLOBAL);
     qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 0x1111111111111111ull);
 
-    w = wqe_sge(0xa1, QRDMA_WR_ATOMIC_WRITE, 0xdead0000, 8, 0xbad);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_ATOMIC_WRITE, 0xdead0000, 8, 0xbad);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
     memcpy(&w.rdma.compare_add, bytes, 8);
-    post_send(&e0, &a, &w);
-    w = wqe_flush(0xa2, mr, 0x10000000, 4096, QRDMA_FLUSH_GLOBAL,
-                  QRDMA_FLUSH_RANGE);
-    post_send(&e0, &a, &w);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_flush(0xa2, mr, 0x10000000, 4096, QRDMA_FLUSH_GLOBAL,
+                           QRDMA_FLUSH_RANGE);
+    qrdma_dp_post_send(&e0, &a, &w);
 
     /* ATOMIC_WRITE alone: the FLUSH waits for its response */
-    req_len = wire_recv(sv[0], req);
-    g_assert_cmphex(wire_check_frame(req, req_len), ==, 0x1d);
+    req_len = qrdma_dp_wire_recv(sv[0], req);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(req, req_len), ==, 0x1d);
     /* RETH: its 8 bytes, as rxe requires (IBA 1.5 oA19-28) */
-    g_assert_cmpuint(ldl_be_p(req + WIRE_BTH + 12 + 12), ==, 8);
+    g_assert_cmpuint(ldl_be_p(req + QRDMA_DP_WIRE_BTH + 12 + 12), ==, 8);
     memcpy(aw, req, req_len);
     aw_len = req_len;
-    g_assert_true(relay_quiet(sv[0]));
-    wire_send(sv[2], req, req_len);
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x10);
-    g_assert_cmpuint(n, ==, WIRE_BTH + 12 + 4 + 4);    /* AETH, no payload */
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
+    qrdma_dp_wire_send(sv[2], req, req_len);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x10);
+    /* AETH, no payload */
+    g_assert_cmpuint(n, ==, QRDMA_DP_WIRE_BTH + 12 + 4 + 4);
     qtest_memread(e1.t.qts, e1.data + 4096 * 9, got, 8);
     g_assert_cmpmem(got, 8, bytes, 8);
     /* the request again: answered again, not done again */
     qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 5);
-    wire_send(sv[2], req, req_len);
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    qrdma_dp_wire_send(sv[2], req, req_len);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x10);
     g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 5);
     /* the first response completes it, and the FLUSH goes */
-    wire_send(sv[0], f, n);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_ATOMIC_WRITE,
-               QRDMA_WC_SUCCESS);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    qrdma_dp_wire_send(sv[0], f, n);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_ATOMIC_WRITE,
+                        QRDMA_WC_SUCCESS);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x1c);
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x10);
-    g_assert_cmpuint(n, ==, WIRE_BTH + 12 + 4 + 4);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x10);
+    g_assert_cmpuint(n, ==, QRDMA_DP_WIRE_BTH + 12 + 4 + 4);
     /* an ACK of its PSN does not complete it: only its response does */
     memcpy(req, f, n);
-    req[WIRE_BTH] = 0x11;
-    wire_set_icrc(req, n);
-    wire_send(sv[0], req, n);
-    expect_no_cqe(&e0, &e0.cq);
-    wire_send(sv[0], f, n);
-    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_FLUSH, QRDMA_WC_SUCCESS);
+    req[QRDMA_DP_WIRE_BTH] = 0x11;
+    qrdma_dp_wire_set_icrc(req, n);
+    qrdma_dp_wire_send(sv[0], req, n);
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
+    qrdma_dp_wire_send(sv[0], f, n);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_FLUSH,
+                        QRDMA_WC_SUCCESS);
 
     /* an ATOMIC_WRITE whose RETH names 0 bytes: an invalid request */
-    stl_be_p(aw + WIRE_BTH + 8, (wire_psn(f) + 1) & 0xffffff);
-    stl_be_p(aw + WIRE_BTH + 12 + 12, 0);
-    wire_set_icrc(aw, aw_len);
-    wire_send(sv[2], aw, aw_len);
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
-    g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x60 | 1);
+    stl_be_p(aw + QRDMA_DP_WIRE_BTH + 8, (qrdma_dp_wire_psn(f) + 1) & 0xffffff);
+    stl_be_p(aw + QRDMA_DP_WIRE_BTH + 12 + 12, 0);
+    qrdma_dp_wire_set_icrc(aw, aw_len);
+    qrdma_dp_wire_send(sv[2], aw, aw_len);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x11);
+    g_assert_cmphex(f[QRDMA_DP_WIRE_BTH + 12], ==, 0x60 | 1);
     g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 5);
-    wire_drain(sv[0]);
-    wire_drain(sv[2]);
+    qrdma_dp_wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[2]);
 }
 
 /*
@@ -4294,36 +3581,38 @@ static void test_wire_flush_atomic_write(void *obj, void *data,
  * without local write, deregistered meanwhile or not), and the WQE
  * completes with the error of its checks.
  */
-static void stale_answer(Env *e0, Env *e1, int *sv, uint8_t opcode,
-                         bool dereg)
+static void stale_answer(QrdmaDpEnv *e0, QrdmaDpEnv *e1, int *sv,
+                         uint8_t opcode, bool dereg)
 {
     static const char pattern[] = "the SEND's source, never written";
     uint8_t ops[8], wc = opcode == QRDMA_WR_RDMA_READ ? QRDMA_WC_RDMA_READ :
                                                          QRDMA_WC_FETCH_ADD;
     struct qrdma_sq_wqe w[2];
     uint32_t x;
-    Qp a, b;
+    QrdmaDpQp a, b;
     int i;
 
-    connect_rc(e0, &a, e1, &b, true);
-    x = reg_mr(e0, e0->pd, 4096 * 6, 4096, 0);
-    write_data(e0, 4096 * 6, pattern);
+    qrdma_dp_connect_rc(e0, &a, e1, &b, true);
+    x = qrdma_dp_reg_mr(e0, e0->pd, 4096 * 6, 4096, 0);
+    qrdma_dp_write_data(e0, 4096 * 6, pattern);
     qtest_writeq(e1->t.qts, e1->data + 4096 * 9, 40);
-    post_recv(e1, &b, 0xb1, e1->data, 64, e1->lkey);
-    w[0] = wqe_sge(0xa1, opcode, e0->data + 4096 * 10, 8, e0->lkey);
+    qrdma_dp_post_recv(e1, &b, 0xb1, e1->data, 64, e1->lkey);
+    w[0] = qrdma_dp_wqe_sge(0xa1, opcode, e0->data + 4096 * 10, 8, e0->lkey);
     w[0].rdma.remote_addr = cpu_to_le64(e1->data + 4096 * 9);
     w[0].rdma.rkey = cpu_to_le32(e1->rkey);
     w[0].rdma.compare_add = cpu_to_le64(2);
-    w[1] = wqe_sge(0xa2, QRDMA_WR_SEND, 0x10000000, sizeof(pattern), x);
+    w[1] =
+        qrdma_dp_wqe_sge(0xa2, QRDMA_WR_SEND, 0x10000000, sizeof(pattern), x);
     for (i = 0; i < 2; i++) {
         qtest_memwrite(e0->t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
                        &w[i], sizeof(w[i]));
         a.sq_pi++;
     }
-    ring_db(e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
-    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    qrdma_dp_ring_db(e0, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 2, ops), ==, 2);
     g_assert_cmphex(ops[1], ==, 0x04);                  /* SEND_ONLY */
-    expect_cqe(e1, &e1->cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(e1, &e1->cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
 
     /* both went out; the first slot is rewritten, X perhaps deregistered */
     w[0].num_sge = QRDMA_MAX_SEND_SGE + 1;
@@ -4333,13 +3622,13 @@ static void stale_answer(Env *e0, Env *e1, int *sv, uint8_t opcode,
                          ==, QRDMA_STATUS_OK);
     }
     /* the answer (ATOMIC_ACK or READ_RESPONSE_ONLY) and the SEND's ACK */
-    g_assert_cmpint(relay(sv[2], sv[0], 2, ops), >=, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 2, ops), >=, 1);
     g_assert_cmphex(ops[0], ==,
                     opcode == QRDMA_WR_RDMA_READ ? 0x10 : 0x12);
-    expect_cqe(e0, &e0->cq, 0xa1, a.qpn, wc, QRDMA_WC_LOC_QP_OP_ERR);
-    expect_cqe(e0, &e0->cq, 0xa2, a.qpn, QRDMA_WC_SEND,
-               QRDMA_WC_WR_FLUSH_ERR);
-    expect_data(e0, 4096 * 6, pattern);
+    qrdma_dp_expect_cqe(e0, &e0->cq, 0xa1, a.qpn, wc, QRDMA_WC_LOC_QP_OP_ERR);
+    qrdma_dp_expect_cqe(e0, &e0->cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_WR_FLUSH_ERR);
+    qrdma_dp_expect_data(e0, 4096 * 6, pattern);
     if (!dereg) {
         g_assert_cmpuint(qrdma_t_destroy(&e0->t, QRDMA_CMD_DEREG_MR, 0, x),
                          ==, QRDMA_STATUS_OK);
@@ -4350,14 +3639,14 @@ static void test_wire_stale_answer(void *obj, void *data,
                                    QGuestAllocator *alloc)
 {
     QQrdma q1;
-    Env e0, e1;
+    QrdmaDpEnv e0, e1;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     stale_answer(&e0, &e1, data, QRDMA_WR_ATOMIC_FETCH_AND_ADD, true);
     stale_answer(&e0, &e1, data, QRDMA_WR_ATOMIC_FETCH_AND_ADD, false);
     stale_answer(&e0, &e1, data, QRDMA_WR_RDMA_READ, false);
     stale_answer(&e0, &e1, data, QRDMA_WR_RDMA_READ, true);
-    expect_no_cqe(&e0, &e0.cq);
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
 }
 
 /*
@@ -4371,45 +3660,47 @@ static void test_wire_nak_resume(void *obj, void *data,
 {
     enum { LEN = 3000 };
     int *sv = data;
-    uint8_t src[LEN], got[LEN], f[3][WIRE_FRAME_MAX], ops[8];
+    uint8_t src[LEN], got[LEN], f[3][QRDMA_DP_WIRE_FRAME_MAX], ops[8];
     size_t n[3];
     struct qrdma_sq_wqe w;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     for (i = 0; i < LEN; i++) {
         src[i] = i * 31 + 7;
     }
     qtest_memwrite(e0.t.qts, e0.data, src, LEN);
-    post_recv(&e1, &b, 0xb1, e1.data + 4096, 4096, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
-    post_send(&e0, &a, &w);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + 4096, 4096, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
     for (i = 0; i < 3; i++) {
-        n[i] = wire_recv(sv[0], f[i]);
-        g_assert_cmphex(wire_check_frame(f[i], n[i]), ==, i);
+        n[i] = qrdma_dp_wire_recv(sv[0], f[i]);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(f[i], n[i]), ==, i);
     }
     /* the middle one is lost: the last draws a sequence NAK */
-    wire_send(sv[2], f[0], n[0]);
-    wire_send(sv[2], f[2], n[2]);
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    qrdma_dp_wire_send(sv[2], f[0], n[0]);
+    qrdma_dp_wire_send(sv[2], f[2], n[2]);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x11);
     /* again from the lost one: MIDDLE and LAST */
-    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 2, ops), ==, 2);
     g_assert_cmphex(ops[0], ==, 0x01);
     g_assert_cmphex(ops[1], ==, 0x02);
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x11);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     qtest_memread(e1.t.qts, e1.data + 4096, got, LEN);
     g_assert_cmpmem(got, LEN, src, LEN);
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "seq-naks-rcvd"), ==, 1);
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits"), ==, 0);
-    g_assert_true(relay_quiet(sv[0]));
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
 }
 
 /*
@@ -4421,61 +3712,65 @@ static void test_wire_nak_resume(void *obj, void *data,
 static void test_wire_ud_repeat(void *obj, void *data, QGuestAllocator *alloc)
 {
     int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX];
     struct qrdma_sq_wqe w;
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
     struct qrdma_cmpl cmpl;
     uint64_t dups, rcvd;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_UD, 0, &e0.cq, &e0.cq),
-                     ==, 0);
-    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_UD, 0, &e1.cq, &e1.cq),
-                     ==, 0);
-    to_rtr(&e0, &a, 0);
-    to_rtr(&e1, &b, 0);
-    to_rts(&e0, &a, 0);
-    to_rts(&e1, &b, 0);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e0, &a, QRDMA_QPT_UD, 0, &e0.cq,
+                                        &e0.cq), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e1, &b, QRDMA_QPT_UD, 0, &e1.cq,
+                                        &e1.cq), ==, 0);
+    qrdma_dp_to_rtr(&e0, &a, 0);
+    qrdma_dp_to_rtr(&e1, &b, 0);
+    qrdma_dp_to_rts(&e0, &a, 0);
+    qrdma_dp_to_rts(&e1, &b, 0);
     cmd.create_ah.pd = cpu_to_le32(e0.pd);
     cmd.create_ah.av.hop_limit = 64;
     cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
     memcpy(cmd.create_ah.av.dgid,
            (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 16 }, 16);
-    memcpy(cmd.create_ah.av.dmac, wire_mac1, 6);
+    memcpy(cmd.create_ah.av.dmac, qrdma_dp_wire_mac1, 6);
     g_assert_cmpuint(qrdma_t_exec(&e0.t, &cmd, &cmpl), ==, 0);
 
     for (i = 0; i < 3; i++) {
-        post_recv(&e1, &b, 0xb1 + i, e1.data + 4096 * i, 4096, e1.lkey);
+        qrdma_dp_post_recv(&e1, &b, 0xb1 + i, e1.data + 4096 * i, 4096,
+                           e1.lkey);
     }
-    write_data(&e0, 0, "once only");
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 10, e0.lkey);
+    qrdma_dp_write_data(&e0, 0, "once only");
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 10, e0.lkey);
     w.ud.ah = cmpl.handle;
     w.ud.remote_qpn = cpu_to_le32(b.qpn);
     w.ud.remote_qkey = cpu_to_le32(0x1234);
-    post_send(&e0, &a, &w);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    n = wire_recv(sv[0], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x64);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    n = qrdma_dp_wire_recv(sv[0], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x64);
 
     dups = qrdma_t_qom_get(&e1.t, "wire-ud-duplicates");
     rcvd = qrdma_t_qom_get(&e1.t, "pkts-rcvd");
-    wire_send(sv[2], f, n);
-    wire_send(sv[2], f, n);
-    wire_expect_count(&e1, "wire-ud-duplicates", dups + 1);
+    qrdma_dp_wire_send(sv[2], f, n);
+    qrdma_dp_wire_send(sv[2], f, n);
+    qrdma_dp_wire_expect_count(&e1, "wire-ud-duplicates", dups + 1);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "pkts-rcvd"), ==, rcvd + 1);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_no_cqe(&e1, &e1.cq);
-    expect_data(&e1, QRDMA_GRH_SIZE, "once only");
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_no_cqe(&e1, &e1.cq);
+    qrdma_dp_expect_data(&e1, QRDMA_GRH_SIZE, "once only");
 
     /* later, it is a datagram of its own */
     qtest_clock_step(e1.t.qts, 200 * SCALE_MS);
-    wire_send(sv[2], f, n);
-    expect_cqe(&e1, &e1.cq, 0xb2, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    qrdma_dp_wire_send(sv[2], f, n);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb2, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "wire-ud-duplicates"), ==,
                      dups + 1);
 }
@@ -4489,40 +3784,42 @@ static void test_wire_rnr_repeat(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
     int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX], ops[8];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8];
     struct qrdma_sq_wqe w;
     uint64_t naks;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    rc_to_rtr(&e0, &a, &e1, &b);
-    to_rts(&e0, &a, 1);
-    to_rts(&e1, &b, 0);
-    write_data(&e0, 0, "after an RNR NAK");
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 17, e0.lkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
-    g_assert_cmphex(f[WIRE_BTH + 12] & 0x60, ==, 0x20);   /* RNR NAK */
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_rc_to_rtr(&e0, &a, &e1, &b);
+    qrdma_dp_to_rts(&e0, &a, 1);
+    qrdma_dp_to_rts(&e1, &b, 0);
+    qrdma_dp_write_data(&e0, 0, "after an RNR NAK");
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 17, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x11);
+    g_assert_cmphex(f[QRDMA_DP_WIRE_BTH + 12] & 0x60, ==, 0x20);   /* RNR NAK */
     naks = qrdma_t_qom_get(&e0.t, "rnr-naks-rcvd");
-    wire_send(sv[0], f, n);
-    wire_send(sv[0], f, n);
-    wire_expect_count(&e0, "rnr-naks-rcvd", naks + 2);
-    expect_no_cqe(&e0, &e0.cq);
+    qrdma_dp_wire_send(sv[0], f, n);
+    qrdma_dp_wire_send(sv[0], f, n);
+    qrdma_dp_wire_expect_count(&e0, "rnr-naks-rcvd", naks + 2);
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
 
-    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
     qtest_clock_step(e0.t.qts, SCALE_MS);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x04);
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x11);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_data(&e1, 0, "after an RNR NAK");
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 0, "after an RNR NAK");
 }
 
 /*
@@ -4538,30 +3835,30 @@ static void test_wire_stalled_peer(void *obj, void *data,
     int *sv = data;
     struct qrdma_sq_wqe w;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.timeout = 10;                    /* 4.2 ms of the virtual clock */
     e0.retry_cnt = 2;
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     for (i = 0; i < N; i++) {
-        w = wqe_sge(0xa00 + i, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
-        post_send(&e0, &a, &w);
+        w = qrdma_dp_wqe_sge(0xa00 + i, QRDMA_WR_SEND, e0.data, LEN, e0.lkey);
+        qrdma_dp_post_send(&e0, &a, &w);
     }
     /* nobody reads sv[0]: three timeouts and the first WQE fails */
     for (i = 0; i < 20; i++) {
         qtest_clock_step(e0.t.qts, SCALE_MS);
     }
-    expect_cqe(&e0, &e0.cq, 0xa00, a.qpn, QRDMA_WC_SEND,
-               QRDMA_WC_RETRY_EXC_ERR);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa00, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_RETRY_EXC_ERR);
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retry-exceeded"), ==, 1);
-    wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[0]);
 }
 
 /* The state of QP qpn of uctx 0, as QUERY_QP gives it. */
-static uint8_t qp_state(Env *e, uint32_t qpn)
+static uint8_t qp_state(QrdmaDpEnv *e, uint32_t qpn)
 {
     struct qrdma_query_qp_resp r;
 
@@ -4574,7 +3871,7 @@ static uint8_t qp_state(Env *e, uint32_t qpn)
  * again and again: a large range for a READ with a page list of the
  * test's few pages.  Its lkey, and its rkey in *rkey.
  */
-static uint32_t reg_round_mr(Env *e, uint32_t npages, uint32_t *rkey)
+static uint32_t reg_round_mr(QrdmaDpEnv *e, uint32_t npages, uint32_t *rkey)
 {
     g_autofree uint64_t *pages = g_new(uint64_t, npages);
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
@@ -4582,7 +3879,7 @@ static uint32_t reg_round_mr(Env *e, uint32_t npages, uint32_t *rkey)
     uint32_t i;
 
     for (i = 0; i < npages; i++) {
-        pages[i] = e->data + (i % DATA_PAGES) * 4096;
+        pages[i] = e->data + (i % QRDMA_DP_DATA_PAGES) * 4096;
     }
     cmd.reg_mr.pd = cpu_to_le32(e->pd);
     cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
@@ -4605,32 +3902,32 @@ static uint32_t reg_round_mr(Env *e, uint32_t npages, uint32_t *rkey)
  */
 static void relay_read_answer(int *sv, int npkts, int acks)
 {
-    uint8_t f[WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX];
     uint32_t psn = 0;
     int resps = 0, acked = 0;
     size_t n;
 
-    while ((n = wire_recv(sv[2], f)) != 0) {
-        uint8_t op = wire_check_frame(f, n);
+    while ((n = qrdma_dp_wire_recv(sv[2], f)) != 0) {
+        uint8_t op = qrdma_dp_wire_check_frame(f, n);
 
         if (op == 0x11) {
             /* after the READ's last response, and for the PSN after it */
             g_assert_cmpint(resps, ==, npkts);
-            g_assert_cmphex(f[WIRE_BTH + 12] & 0xe0, ==, 0);
-            g_assert_cmphex(wire_psn(f), ==, (psn + 1) & 0xffffff);
+            g_assert_cmphex(f[QRDMA_DP_WIRE_BTH + 12] & 0xe0, ==, 0);
+            g_assert_cmphex(qrdma_dp_wire_psn(f), ==, (psn + 1) & 0xffffff);
             acked++;
         } else {
             g_assert_cmphex(op, ==, resps == 0 ? 0x0d :
                             resps == npkts - 1 ? 0x0f : 0x0e);
-            g_assert_cmpuint(n, ==, WIRE_BTH + 12 + (op != 0x0e ? 4 : 0) +
-                             4096 + 4);
+            g_assert_cmpuint(n, ==, QRDMA_DP_WIRE_BTH + 12 +
+                             (op != 0x0e ? 4 : 0) + 4096 + 4);
             if (resps) {
-                g_assert_cmphex(wire_psn(f), ==, (psn + 1) & 0xffffff);
+                g_assert_cmphex(qrdma_dp_wire_psn(f), ==, (psn + 1) & 0xffffff);
             }
-            psn = wire_psn(f);
+            psn = qrdma_dp_wire_psn(f);
             resps++;
         }
-        wire_send(sv[0], f, n);
+        qrdma_dp_wire_send(sv[0], f, n);
     }
     g_assert_cmpint(resps, ==, npkts);
     g_assert_cmpint(acked, ==, acks);
@@ -4652,20 +3949,20 @@ static void test_wire_read_engine(void *obj, void *data,
 {
     enum { PAGES = 1024, LEN = PAGES * 4096, SMALL = 120 };
     int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX], ops[8], src[DATA_PAGES * 4096];
-    uint8_t got[DATA_PAGES * 4096];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8], src[QRDMA_DP_DATA_PAGES * 4096];
+    uint8_t got[QRDMA_DP_DATA_PAGES * 4096];
     uint32_t lkey0, rkey0, rkey1, mr1, psn = 0;
     uint64_t sent;
     struct qrdma_sq_wqe w;
     int i, resps, naks;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.path_mtu = e1.path_mtu = 5;              /* 4096 */
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     for (i = 0; i < (int)sizeof(src); i++) {
         src[i] = i * 7 + i / 4096;
     }
@@ -4675,71 +3972,74 @@ static void test_wire_read_engine(void *obj, void *data,
     /* e0's data pages take the READ: other bytes until it lands */
     qtest_memset(e0.t.qts, e0.data, 0xee, 15 * 4096);
 
-    w = wqe_sge(0xa1, QRDMA_WR_RDMA_READ, 0x20000000, LEN, lkey0);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_RDMA_READ, 0x20000000, LEN, lkey0);
     w.rdma.remote_addr = cpu_to_le64(0x20000000);
     w.rdma.rkey = cpu_to_le32(rkey1);
-    post_send(&e0, &a, &w);
+    qrdma_dp_post_send(&e0, &a, &w);
     sent = qrdma_t_qom_get(&e1.t, "pkts-sent");
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x0c);
     /* nobody reads the responder's socket for a while */
     g_usleep(300 * 1000);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "pkts-sent") - sent, <, 256);
     relay_read_answer(sv, PAGES, 0);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
     /* the last round of the responder's pages landed last on e0's */
     qtest_memread(e0.t.qts, e0.data, got, sizeof(got));
     g_assert_cmpmem(got, 15 * 4096, src, 15 * 4096);
 
     /* a READ within the requester's window, and a SEND after it */
-    post_recv(&e1, &b, 0xb1, e1.data + 4096 * 15, 64, e1.lkey);
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_READ, 0x20000000, SMALL * 4096, lkey0);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + 4096 * 15, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_READ, 0x20000000, SMALL * 4096,
+                         lkey0);
     w.rdma.remote_addr = cpu_to_le64(0x20000000);
     w.rdma.rkey = cpu_to_le32(rkey1);
-    post_send(&e0, &a, &w);
-    w = wqe_sge(0xa3, QRDMA_WR_SEND, e0.data + 4096 * 15, 16, e0.lkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 2, ops), ==, 2);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_SEND, e0.data + 4096 * 15, 16, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 2, ops), ==, 2);
     g_assert_cmphex(ops[0], ==, 0x0c);
     g_assert_cmphex(ops[1], ==, 0x04);
     relay_read_answer(sv, SMALL, 1);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
-    expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
 
     /* the MR of a READ under way goes away */
-    w = wqe_sge(0xa4, QRDMA_WR_RDMA_READ, 0x20000000, LEN, lkey0);
+    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_RDMA_READ, 0x20000000, LEN, lkey0);
     w.rdma.remote_addr = cpu_to_le64(0x20000000);
     w.rdma.rkey = cpu_to_le32(rkey1);
-    post_send(&e0, &a, &w);
-    n = wire_recv(sv[0], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x0c);
-    psn = wire_psn(f);
-    wire_send(sv[2], f, n);
+    qrdma_dp_post_send(&e0, &a, &w);
+    n = qrdma_dp_wire_recv(sv[0], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x0c);
+    psn = qrdma_dp_wire_psn(f);
+    qrdma_dp_wire_send(sv[2], f, n);
     g_usleep(100 * 1000);
     g_assert_cmpuint(qrdma_t_destroy(&e1.t, QRDMA_CMD_DEREG_MR, 0, mr1), ==,
                      0);
     resps = naks = 0;
-    while ((n = wire_recv(sv[2], f)) != 0) {
-        uint8_t op = wire_check_frame(f, n);
+    while ((n = qrdma_dp_wire_recv(sv[2], f)) != 0) {
+        uint8_t op = qrdma_dp_wire_check_frame(f, n);
 
         if (op == 0x11 && !naks) {
             /* AETH: NAK, remote access error, of the next response */
-            g_assert_cmphex(f[WIRE_BTH + 12], ==, 0x62);
-            g_assert_cmphex(wire_psn(f), ==, (psn + resps) & 0xffffff);
+            g_assert_cmphex(f[QRDMA_DP_WIRE_BTH + 12], ==, 0x62);
+            g_assert_cmphex(qrdma_dp_wire_psn(f), ==, (psn + resps) & 0xffffff);
             naks++;
         } else if (op != 0x11) {
             g_assert_cmpint(naks, ==, 0);
             resps++;
         }
-        wire_send(sv[0], f, n);
+        qrdma_dp_wire_send(sv[0], f, n);
     }
     g_assert_cmpint(naks, ==, 1);
     g_assert_cmpint(resps, <, PAGES);
-    expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_REM_ACCESS_ERR);
     g_assert_cmpuint(qp_state(&e1, b.qpn), ==, QRDMA_QPS_ERR);
 }
 
@@ -4747,24 +4047,24 @@ static void test_wire_read_engine(void *obj, void *data,
 static void wire_forge_read(uint8_t *f, size_t n, uint32_t psn, uint64_t va,
                             uint32_t rkey, uint32_t len)
 {
-    stl_be_p(f + WIRE_BTH + 8, psn);
-    stq_be_p(f + WIRE_BTH + 12, va);
-    stl_be_p(f + WIRE_BTH + 20, rkey);
-    stl_be_p(f + WIRE_BTH + 24, len);
-    wire_set_icrc(f, n);
+    stl_be_p(f + QRDMA_DP_WIRE_BTH + 8, psn);
+    stq_be_p(f + QRDMA_DP_WIRE_BTH + 12, va);
+    stl_be_p(f + QRDMA_DP_WIRE_BTH + 20, rkey);
+    stl_be_p(f + QRDMA_DP_WIRE_BTH + 24, len);
+    qrdma_dp_wire_set_icrc(f, n);
 }
 
 /* The opcodes of the frames that come back from the responder, up to 8. */
 static int wire_answers(int fd, uint8_t *ops, uint8_t *aeth)
 {
-    uint8_t f[WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX];
     size_t n;
     int k = 0;
 
-    while (k < 8 && (n = wire_recv(fd, f)) != 0) {
-        ops[k] = wire_check_frame(f, n);
+    while (k < 8 && (n = qrdma_dp_wire_recv(fd, f)) != 0) {
+        ops[k] = qrdma_dp_wire_check_frame(f, n);
         if (aeth) {
-            aeth[k] = f[WIRE_BTH + 12];
+            aeth[k] = f[QRDMA_DP_WIRE_BTH + 12];
         }
         k++;
     }
@@ -4787,38 +4087,40 @@ static void test_wire_read_duplicates(void *obj, void *data,
 {
     enum { LEN = 3000 };
     int *sv = data;
-    uint8_t req[WIRE_FRAME_MAX], f[WIRE_FRAME_MAX], ops[8], aeth[8];
-    uint8_t send[WIRE_FRAME_MAX];
+    uint8_t req[QRDMA_DP_WIRE_FRAME_MAX], f[QRDMA_DP_WIRE_FRAME_MAX];
+    uint8_t ops[8], aeth[8];
+    uint8_t send[QRDMA_DP_WIRE_FRAME_MAX];
     uint32_t psn, other_rkey;
     struct qrdma_sq_wqe w;
     size_t len, slen;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b, c, d;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b, c, d;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e1.max_dest_rd_atomic = 1;
-    connect_rc(&e0, &a, &e1, &b, true);
-    write_data(&e1, 4096 * 2, "read me twice");
-    g_assert_cmpuint(reg_page_mr(&e1, e1.data + 4096 * 3,
-                                 QRDMA_ACCESS_REMOTE_READ, &other_rkey), ==,
-                     0);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_write_data(&e1, 4096 * 2, "read me twice");
+    g_assert_cmpuint(qrdma_dp_reg_page_mr(&e1, e1.data + 4096 * 3,
+                                          QRDMA_ACCESS_REMOTE_READ,
+                                          &other_rkey), ==, 0);
 
-    w = wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, LEN, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_RDMA_READ, e0.data + 4096 * 4, LEN,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    len = wire_recv(sv[0], req);
-    g_assert_cmphex(wire_check_frame(req, len), ==, 0x0c);
-    psn = wire_psn(req);
-    wire_send(sv[2], req, len);
-    g_assert_cmpint(relay(sv[2], sv[0], 3, ops), ==, 3);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
-    expect_data(&e0, 4096 * 4, "read me twice");
+    qrdma_dp_post_send(&e0, &a, &w);
+    len = qrdma_dp_wire_recv(sv[0], req);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(req, len), ==, 0x0c);
+    psn = qrdma_dp_wire_psn(req);
+    qrdma_dp_wire_send(sv[2], req, len);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 3, ops), ==, 3);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e0, 4096 * 4, "read me twice");
 
     /* the same READ again: answered whole */
-    wire_send(sv[2], req, len);
+    qrdma_dp_wire_send(sv[2], req, len);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 3);
     g_assert_cmphex(ops[0], ==, 0x0d);
     g_assert_cmphex(ops[2], ==, 0x0f);
@@ -4826,7 +4128,7 @@ static void test_wire_read_duplicates(void *obj, void *data,
     memcpy(f, req, len);
     wire_forge_read(f, len, psn + 1, e1.data + 4096 * 2 + 1024, e1.rkey,
                     LEN - 1024);
-    wire_send(sv[2], f, len);
+    qrdma_dp_wire_send(sv[2], f, len);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 2);
     g_assert_cmphex(ops[0], ==, 0x0e);
     g_assert_cmphex(ops[1], ==, 0x0f);
@@ -4834,57 +4136,60 @@ static void test_wire_read_duplicates(void *obj, void *data,
     /* another rkey, valid on the responder: not what the READ asked */
     memcpy(f, req, len);
     wire_forge_read(f, len, psn, e1.data + 4096 * 3, other_rkey, 100);
-    wire_send(sv[2], f, len);
+    qrdma_dp_wire_send(sv[2], f, len);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
     /* the same rkey, a range the READ did not cover */
     memcpy(f, req, len);
     wire_forge_read(f, len, psn, e1.data + 4096 * 8, e1.rkey, LEN);
-    wire_send(sv[2], f, len);
+    qrdma_dp_wire_send(sv[2], f, len);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
     /* the rest from the second response, but more than the rest */
     memcpy(f, req, len);
     wire_forge_read(f, len, psn + 1, e1.data + 4096 * 2 + 1024, e1.rkey,
                     LEN);
-    wire_send(sv[2], f, len);
+    qrdma_dp_wire_send(sv[2], f, len);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "dup-unmatched"), ==, 3);
 
     /* a second READ takes the one resource: the first is no longer kept */
-    w = wqe_sge(0xa2, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x10);
-    expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
-               QRDMA_WC_SUCCESS);
-    wire_send(sv[2], req, len);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_wire_send(sv[2], req, len);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "dup-unmatched"), ==, 4);
 
     /* a SEND that comes again without AckReq is acknowledged all the same */
-    post_recv(&e1, &b, 0xb1, e1.data + 4096 * 6, 64, e1.lkey);
-    w = wqe_sge(0xa4, QRDMA_WR_SEND, e0.data, 16, e0.lkey);
-    post_send(&e0, &a, &w);
-    slen = wire_recv(sv[0], send);
-    g_assert_cmphex(wire_check_frame(send, slen), ==, 0x04);
-    wire_send(sv[2], send, slen);
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
-    expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    send[WIRE_BTH + 8] &= 0x7f;
-    wire_set_icrc(send, slen);
-    wire_send(sv[2], send, slen);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + 4096 * 6, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_SEND, e0.data, 16, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    slen = qrdma_dp_wire_recv(sv[0], send);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(send, slen), ==, 0x04);
+    qrdma_dp_wire_send(sv[2], send, slen);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    send[QRDMA_DP_WIRE_BTH + 8] &= 0x7f;
+    qrdma_dp_wire_set_icrc(send, slen);
+    qrdma_dp_wire_send(sv[2], send, slen);
     g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x11);
     g_assert_cmphex(aeth[0] & 0xe0, ==, 0);
-    expect_no_cqe(&e1, &e1.cq);
+    qrdma_dp_expect_no_cqe(&e1, &e1.cq);
 
     /* more than 2^31 bytes: NAK invalid request, the QP fails */
     memcpy(f, req, len);
     wire_forge_read(f, len, psn + 5, e1.data, e1.rkey, 0x80000001u);
-    wire_send(sv[2], f, len);
+    qrdma_dp_wire_send(sv[2], f, len);
     /* and the ACK a QP that goes to ERR sends of what it took */
     g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 2);
     g_assert_cmphex(ops[0], ==, 0x11);
@@ -4893,17 +4198,18 @@ static void test_wire_read_duplicates(void *obj, void *data,
 
     /* no responder resources at all: any READ is an invalid request */
     e1.max_dest_rd_atomic = 0;
-    connect_rc(&e0, &c, &e1, &d, true);
-    w = wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100, e0.lkey);
+    qrdma_dp_connect_rc(&e0, &c, &e1, &d, true);
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100,
+                         e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
-    post_send(&e0, &c, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
+    qrdma_dp_post_send(&e0, &c, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
     g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x11);
     g_assert_cmphex(aeth[0], ==, 0x61);
     g_assert_cmpuint(qp_state(&e1, d.qpn), ==, QRDMA_QPS_ERR);
-    wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[0]);
 }
 
 /*
@@ -4926,15 +4232,15 @@ static void test_wire_roce_without_eth_buffers(void *obj, void *data,
     struct qrdma_sq_wqe w;
     uint64_t ring, buf;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     int i;
 
     for (i = 14; i < (int)sizeof(bcast); i++) {
         bcast[i] = i;
     }
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
     ring = guest_alloc(alloc, 4096);
     qtest_memset(e1.t.qts, ring, 0, 4096);
     qrdma_t_writeq(&e1.t, QRDMA_REG_ETH_TX_BASE, ring + 2048);
@@ -4945,16 +4251,18 @@ static void test_wire_roce_without_eth_buffers(void *obj, void *data,
     g_assert_cmphex(qrdma_t_readl(&e1.t, QRDMA_REG_ETH_CTRL), ==,
                     QRDMA_ETH_CTRL_ENABLE);
 
-    wire_send(sv[2], bcast, sizeof(bcast));
-    write_data(&e0, 0, "past the broadcast");
-    post_recv(&e1, &b, 0xb1, e1.data + 4096, 64, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 19, e0.lkey);
-    post_send(&e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_data(&e1, 4096, "past the broadcast");
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_wire_send(sv[2], bcast, sizeof(bcast));
+    qrdma_dp_write_data(&e0, 0, "past the broadcast");
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + 4096, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 19, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 4096, "past the broadcast");
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "eth-rx-frames"), ==, 0);
 
     /* the broadcast waited for a buffer */
@@ -4963,7 +4271,7 @@ static void test_wire_roce_without_eth_buffers(void *obj, void *data,
     desc.len = cpu_to_le16(2048);
     qtest_memwrite(e1.t.qts, ring, &desc, sizeof(desc));
     qrdma_t_writel(&e1.t, QRDMA_REG_ETH_RX_PI, 1);
-    wire_expect_count(&e1, "eth-rx-frames", 1);
+    qrdma_dp_wire_expect_count(&e1, "eth-rx-frames", 1);
     qtest_memread(e1.t.qts, ring, &desc, sizeof(desc));
     g_assert_cmphex(le16_to_cpu(desc.flags), ==, QRDMA_ETH_DESC_DONE);
     g_assert_cmpuint(le16_to_cpu(desc.len), ==, sizeof(bcast));
@@ -4984,26 +4292,26 @@ static void test_wire_ud_mcast(void *obj, void *data, QGuestAllocator *alloc)
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
     struct qrdma_cmd att = { .hdr.opcode = QRDMA_CMD_ATTACH_MCAST };
     int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX];
     struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
     uint32_t len[2] = { 9, 0 };
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
     int i;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_UD, 0, &e0.cq, &e0.cq), ==,
-                     0);
-    g_assert_cmpuint(create_qp(&e1, &b, QRDMA_QPT_UD, 0, &e1.cq, &e1.cq), ==,
-                     0);
-    to_rtr(&e0, &a, 0);
-    to_rts(&e0, &a, 0);
-    to_rtr(&e1, &b, 0);
-    to_rts(&e1, &b, 0);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e0, &a, QRDMA_QPT_UD, 0, &e0.cq,
+                                        &e0.cq), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e1, &b, QRDMA_QPT_UD, 0, &e1.cq,
+                                        &e1.cq), ==, 0);
+    qrdma_dp_to_rtr(&e0, &a, 0);
+    qrdma_dp_to_rts(&e0, &a, 0);
+    qrdma_dp_to_rtr(&e1, &b, 0);
+    qrdma_dp_to_rts(&e1, &b, 0);
     att.mcast.qpn = cpu_to_le32(b.qpn);
     memcpy(att.mcast.gid, group, 16);
     g_assert_cmpuint(qrdma_t_exec(&e1.t, &att, NULL), ==, QRDMA_STATUS_OK);
@@ -5012,32 +4320,32 @@ static void test_wire_ud_mcast(void *obj, void *data, QGuestAllocator *alloc)
     cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
     memcpy(cmd.create_ah.av.dgid, group, 16);
     g_assert_cmpuint(qrdma_t_exec(&e0.t, &cmd, &cmpl), ==, 0);
-    write_data(&e0, 0, "to all");
+    qrdma_dp_write_data(&e0, 0, "to all");
 
     for (i = 0; i < 2; i++) {
-        post_recv(&e1, &b, 0xb1 + i, e1.data + 4096 * (1 + i), 256,
-                  e1.lkey);
-        w = wqe_sge(0xa1 + i, QRDMA_WR_SEND, e0.data, len[i], e0.lkey);
+        qrdma_dp_post_recv(&e1, &b, 0xb1 + i, e1.data + 4096 * (1 + i), 256,
+                           e1.lkey);
+        w = qrdma_dp_wqe_sge(0xa1 + i, QRDMA_WR_SEND, e0.data, len[i], e0.lkey);
         w.num_sge = len[i] ? 1 : 0;
         w.ud.ah = cmpl.handle;
         w.ud.remote_qpn = cpu_to_le32(0xffffff);
         w.ud.remote_qkey = cpu_to_le32(0x1234);
-        post_send(&e0, &a, &w);
-        expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_SEND,
-                   QRDMA_WC_SUCCESS);
-        n = wire_recv(sv[0], f);
+        qrdma_dp_post_send(&e0, &a, &w);
+        qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1 + i, a.qpn, QRDMA_WC_SEND,
+                            QRDMA_WC_SUCCESS);
+        n = qrdma_dp_wire_recv(sv[0], f);
         g_assert_cmpuint(n, >, 0);
         /* to the group's MAC, 01:00:5e:01:02:03 */
         g_assert_cmphex(f[0], ==, 0x01);
         g_assert_cmphex(f[5], ==, 0x03);
-        wire_send(sv[2], f, n);
-        g_assert_true(poll_cq(&e1, &e1.cq, &cqe));
+        qrdma_dp_wire_send(sv[2], f, n);
+        g_assert_true(qrdma_dp_poll_cq(&e1, &e1.cq, &cqe));
         g_assert_cmphex(cqe.wr_id, ==, 0xb1 + i);
         g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
         g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 40 + len[i]);
         g_assert_cmphex(le32_to_cpu(cqe.src_qp), ==, a.qpn);
     }
-    expect_data(&e1, 4096 + 40, "to all");
+    qrdma_dp_expect_data(&e1, 4096 + 40, "to all");
 }
 
 /*
@@ -5049,45 +4357,47 @@ static void test_wire_foreign_source(void *obj, void *data,
                                      QGuestAllocator *alloc)
 {
     int *sv = data;
-    uint8_t f[WIRE_FRAME_MAX], g[WIRE_FRAME_MAX + 4], ops[8];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], g[QRDMA_DP_WIRE_FRAME_MAX + 4], ops[8];
     struct qrdma_sq_wqe w;
     uint64_t dropped;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     size_t n;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
-    connect_rc(&e0, &a, &e1, &b, true);
-    write_data(&e0, 0, "only from the peer");
-    post_recv(&e1, &b, 0xb1, e1.data + 4096, 64, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 19, e0.lkey);
-    post_send(&e0, &a, &w);
-    n = wire_recv(sv[0], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x04);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_write_data(&e0, 0, "only from the peer");
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + 4096, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 19, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    n = qrdma_dp_wire_recv(sv[0], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x04);
     dropped = qrdma_t_qom_get(&e1.t, "pkts-dropped");
 
     /* from 10.0.2.99 */
     memcpy(g, f, n);
-    g[WIRE_IP + 15] = 99;
-    wire_fix(g, n);
-    wire_send(sv[2], g, n);
-    wire_expect_count(&e1, "pkts-dropped", dropped + 1);
+    g[QRDMA_DP_WIRE_IP + 15] = 99;
+    qrdma_dp_wire_fix(g, n);
+    qrdma_dp_wire_send(sv[2], g, n);
+    qrdma_dp_wire_expect_count(&e1, "pkts-dropped", dropped + 1);
     /* from the peer's address, on VLAN 5 */
     memcpy(g, f, 12);
     stw_be_p(g + 12, 0x8100);
     stw_be_p(g + 14, 5);
     memcpy(g + 16, f + 12, n - 12);
-    wire_send(sv[2], g, n + 4);
-    wire_expect_count(&e1, "pkts-dropped", dropped + 2);
-    expect_no_cqe(&e1, &e1.cq);
-    g_assert_true(relay_quiet(sv[2]));
+    qrdma_dp_wire_send(sv[2], g, n + 4);
+    qrdma_dp_wire_expect_count(&e1, "pkts-dropped", dropped + 2);
+    qrdma_dp_expect_no_cqe(&e1, &e1.cq);
+    g_assert_true(qrdma_dp_relay_quiet(sv[2]));
 
-    wire_send(sv[2], f, n);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_data(&e1, 4096, "only from the peer");
-    g_assert_cmpint(relay(sv[2], sv[0], 1, ops), ==, 1);
-    expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_wire_send(sv[2], f, n);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 4096, "only from the peer");
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
 }
 
 /*
@@ -5101,16 +4411,17 @@ static void test_unguessable_handles(void *obj, void *data,
     enum { N = 32 };
     uint32_t key[N], qpn[N];
     int i, key_steps = 0, slot_steps = 0, qp_steps = 0;
-    Qp q[N];
-    Env e;
+    QrdmaDpQp q[N];
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     for (i = 0; i < N; i++) {
-        g_assert_cmpuint(reg_page_mr(&e, e.data + 4096 * (i % DATA_PAGES),
-                                     QRDMA_ACCESS_REMOTE_READ, &key[i]), ==,
-                         0);
-        g_assert_cmpuint(create_qp(&e, &q[i], QRDMA_QPT_RC, 0, &e.cq, &e.cq),
-                         ==, 0);
+        g_assert_cmpuint(qrdma_dp_reg_page_mr(&e, e.data + 4096 *
+                                              (i % QRDMA_DP_DATA_PAGES),
+                                              QRDMA_ACCESS_REMOTE_READ,
+                                              &key[i]), ==, 0);
+        g_assert_cmpuint(qrdma_dp_create_qp(&e, &q[i], QRDMA_QPT_RC, 0, &e.cq,
+                                            &e.cq), ==, 0);
         qpn[i] = q[i].qpn;
     }
     for (i = 1; i < N; i++) {
@@ -5131,41 +4442,44 @@ static void test_unguessable_handles(void *obj, void *data,
  * with no retry.  ibv_rc_pingpong's server leaves so, as soon as its own
  * last SEND is acknowledged.
  */
-static void farewell_ack(Env *e0, Env *e1, int *sv, uint8_t how)
+static void farewell_ack(QrdmaDpEnv *e0, QrdmaDpEnv *e1, int *sv, uint8_t how)
 {
-    uint8_t f[WIRE_FRAME_MAX], ops[8];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8];
     struct qrdma_sq_wqe w;
     uint64_t retx;
-    Qp a, b;
+    QrdmaDpQp a, b;
     size_t n;
 
-    connect_rc(e0, &a, e1, &b, true);
+    qrdma_dp_connect_rc(e0, &a, e1, &b, true);
     retx = qrdma_t_qom_get(&e0->t, "retransmits");
-    write_data(e0, 0, "the last one");
-    post_recv(e1, &b, 0xb1, e1->data, 64, e1->lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0->data, 13, e0->lkey);
-    post_send(e0, &a, &w);
-    g_assert_cmpint(relay(sv[0], sv[2], 1, ops), ==, 1);
-    expect_cqe(e1, &e1->cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
+    qrdma_dp_write_data(e0, 0, "the last one");
+    qrdma_dp_post_recv(e1, &b, 0xb1, e1->data, 64, e1->lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0->data, 13, e0->lkey);
+    qrdma_dp_post_send(e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    qrdma_dp_expect_cqe(e1, &e1->cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
     /* its ACK is lost */
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
-    expect_no_cqe(e0, &e0->cq);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x11);
+    qrdma_dp_expect_no_cqe(e0, &e0->cq);
 
     if (how == QRDMA_QPS_RESET || how == QRDMA_QPS_ERR) {
-        g_assert_cmpuint(modify(e1, &b, QRDMA_QP_ATTR_STATE, how, 0, 0), ==, 0);
+        g_assert_cmpuint(qrdma_dp_modify(e1, &b, QRDMA_QP_ATTR_STATE, how, 0,
+                                         0), ==, 0);
     } else {
         g_assert_cmpuint(qrdma_t_destroy(&e1->t, QRDMA_CMD_DESTROY_QP, 0,
                                          b.qpn), ==, 0);
     }
     /* the farewell ACK goes where the QP's path pointed, to a's QPN */
-    n = wire_recv(sv[2], f);
-    g_assert_cmphex(wire_check_frame(f, n), ==, 0x11);
-    g_assert_cmphex(ldl_be_p(f + WIRE_BTH + 4) & 0xffffff, ==, a.qpn);
-    wire_send(sv[0], f, n);
-    expect_cqe(e0, &e0->cq, 0xa1, a.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    n = qrdma_dp_wire_recv(sv[2], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x11);
+    g_assert_cmphex(ldl_be_p(f + QRDMA_DP_WIRE_BTH + 4) & 0xffffff, ==, a.qpn);
+    qrdma_dp_wire_send(sv[0], f, n);
+    qrdma_dp_expect_cqe(e0, &e0->cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qrdma_t_qom_get(&e0->t, "retransmits"), ==, retx);
-    g_assert_true(relay_quiet(sv[2]));
+    g_assert_true(qrdma_dp_relay_quiet(sv[2]));
     if (how == QRDMA_QPS_RESET || how == QRDMA_QPS_ERR) {
         g_assert_cmpuint(qrdma_t_destroy(&e1->t, QRDMA_CMD_DESTROY_QP, 0,
                                          b.qpn), ==, 0);
@@ -5183,9 +4497,9 @@ static void test_wire_farewell_ack(void *obj, void *data,
                                    QGuestAllocator *alloc)
 {
     QQrdma q1;
-    Env e0, e1;
+    QrdmaDpEnv e0, e1;
 
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     /* 0xff: destroyed */
     farewell_ack(&e0, &e1, data, 0xff);
     farewell_ack(&e0, &e1, data, QRDMA_QPS_RESET);
@@ -5193,13 +4507,13 @@ static void test_wire_farewell_ack(void *obj, void *data,
 }
 
 /*
- * The wire of wire_setup with a capture: filter-dump on qrdma0's netdev
- * w0 writes every frame of the hub, both ways, to the pcap file
+ * The wire of qrdma_dp_wire_setup with a capture: filter-dump on qrdma0's
+ * netdev w0 writes every frame of the hub, both ways, to the pcap file
  * $QRDMA_PCAP, which stays (scripts/check-pcap decodes it with tshark),
  * or to a file of the test's own, removed at the end.
  */
 typedef struct PcapWire {
-    int *sv;                            /* wire_setup's sockets */
+    int *sv;                            /* qrdma_dp_wire_setup's sockets */
     char *path;
     bool keep;
     GPtrArray *seen;                    /* GBytes: the frames the hub sent */
@@ -5237,7 +4551,7 @@ static void *pcap_setup(GString *cmd_line, void *arg)
     }
     /* a comma would end QEMU's option, a space the command line's word */
     g_assert_null(strpbrk(p->path, ", "));
-    p->sv = wire_setup(cmd_line, arg);
+    p->sv = qrdma_dp_wire_setup(cmd_line, arg);
     g_string_append_printf(cmd_line,
         " -object filter-dump,id=dump0,netdev=w0,file=%s ", p->path);
     g_test_queue_destroy(pcap_cleanup, p);
@@ -5248,7 +4562,7 @@ static void *pcap_setup(GString *cmd_line, void *arg)
 static void pcap_take(PcapWire *p, int wait_ms)
 {
     struct pollfd pfd = { .fd = p->sv[0], .events = POLLIN };
-    uint8_t f[WIRE_FRAME_MAX];
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX];
     ssize_t n;
 
     while (poll(&pfd, 1, wait_ms) == 1) {
@@ -5287,10 +4601,10 @@ static GPtrArray *pcap_read(const char *path)
 
 /* A requester QP on s and its peer on r; ah is the AH on s for UD. */
 typedef struct PcapPair {
-    Env *s;
-    Qp *a;
-    Env *r;
-    Qp *b;
+    QrdmaDpEnv *s;
+    QrdmaDpQp *a;
+    QrdmaDpEnv *r;
+    QrdmaDpQp *b;
     uint32_t ah;
 } PcapPair;
 
@@ -5301,18 +4615,18 @@ typedef struct PcapPair {
 /* QPs of a type on both functions, connected (but UD), in RTS. */
 static void pcap_connect(PcapPair *q, uint8_t type, uint8_t rnr_retry)
 {
-    g_assert_cmpuint(create_qp(q->s, q->a, type, 0, &q->s->cq, &q->s->cq),
-                     ==, 0);
-    g_assert_cmpuint(create_qp(q->r, q->b, type, 0, &q->r->cq, &q->r->cq),
-                     ==, 0);
-    to_rtr(q->s, q->a, type == QRDMA_QPT_UD ? 0 : q->b->qpn);
-    to_rtr(q->r, q->b, type == QRDMA_QPT_UD ? 0 : q->a->qpn);
-    to_rts(q->s, q->a, rnr_retry);
-    to_rts(q->r, q->b, rnr_retry);
+    g_assert_cmpuint(qrdma_dp_create_qp(q->s, q->a, type, 0, &q->s->cq,
+                                        &q->s->cq), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(q->r, q->b, type, 0, &q->r->cq,
+                                        &q->r->cq), ==, 0);
+    qrdma_dp_to_rtr(q->s, q->a, type == QRDMA_QPT_UD ? 0 : q->b->qpn);
+    qrdma_dp_to_rtr(q->r, q->b, type == QRDMA_QPT_UD ? 0 : q->a->qpn);
+    qrdma_dp_to_rts(q->s, q->a, rnr_retry);
+    qrdma_dp_to_rts(q->r, q->b, rnr_retry);
 }
 
 /* Waits up to 2 s for len bytes at addr of e to be want. */
-static void pcap_expect_bytes(Env *e, uint64_t addr, const uint8_t *want,
+static void pcap_expect_bytes(QrdmaDpEnv *e, uint64_t addr, const uint8_t *want,
                               uint32_t len)
 {
     uint8_t got[1024];
@@ -5344,7 +4658,7 @@ static void pcap_message(PcapWire *p, PcapPair *q, uint8_t op, uint32_t len,
     bool recv = op != QRDMA_WR_RDMA_WRITE && !read;
     bool send = recv && op != QRDMA_WR_RDMA_WRITE_WITH_IMM;
     uint32_t grh = q->a->type == QRDMA_QPT_UD ? QRDMA_GRH_SIZE : 0;
-    Env *from = read ? q->r : q->s, *to = read ? q->s : q->r;
+    QrdmaDpEnv *from = read ? q->r : q->s, *to = read ? q->s : q->r;
     uint64_t wr_id = 0xa00 + op;
     struct qrdma_sq_wqe w;
     struct qrdma_cqe cqe;
@@ -5360,8 +4674,8 @@ static void pcap_message(PcapWire *p, PcapPair *q, uint8_t op, uint32_t len,
     qtest_memwrite(from->t.qts, from->data + PCAP_SRC, src, len);
     qtest_memset(to->t.qts, to->data + PCAP_DST, 0, grh + len);
 
-    w = wqe_sge(wr_id, op, q->s->data + (read ? PCAP_DST : PCAP_SRC), len,
-                q->s->lkey);
+    w = qrdma_dp_wqe_sge(wr_id, op, q->s->data + (read ? PCAP_DST : PCAP_SRC),
+                         len, q->s->lkey);
     if (grh) {
         w.ud.ah = cpu_to_le32(q->ah);
         w.ud.remote_qpn = cpu_to_le32(q->b->qpn);
@@ -5377,20 +4691,20 @@ static void pcap_message(PcapWire *p, PcapPair *q, uint8_t op, uint32_t len,
         w.imm_data = cpu_to_be32(imm);
     }
     if (recv && !rnr_wait_ns) {
-        post_recv(q->r, q->b, wr_id + 0x100, q->r->data + PCAP_DST, 4096,
-                  q->r->lkey);
+        qrdma_dp_post_recv(q->r, q->b, wr_id + 0x100, q->r->data + PCAP_DST,
+                           4096, q->r->lkey);
     }
     rnr = qrdma_t_qom_get(&q->s->t, "rnr-naks-rcvd");
-    post_send(q->s, q->a, &w);
+    qrdma_dp_post_send(q->s, q->a, &w);
     if (rnr_wait_ns) {
-        wire_expect_count(q->s, "rnr-naks-rcvd", rnr + 1);
-        post_recv(q->r, q->b, wr_id + 0x100, q->r->data + PCAP_DST, 4096,
-                  q->r->lkey);
+        qrdma_dp_wire_expect_count(q->s, "rnr-naks-rcvd", rnr + 1);
+        qrdma_dp_post_recv(q->r, q->b, wr_id + 0x100, q->r->data + PCAP_DST,
+                           4096, q->r->lkey);
         qtest_clock_step(q->s->t.qts, rnr_wait_ns);
     }
 
     if (recv) {
-        g_assert_true(poll_cq(q->r, &q->r->cq, &cqe));
+        g_assert_true(qrdma_dp_poll_cq(q->r, &q->r->cq, &cqe));
         g_assert_cmphex(cqe.wr_id, ==, wr_id + 0x100);
         g_assert_cmpuint(cqe.status, ==, QRDMA_WC_SUCCESS);
         g_assert_cmpuint(cqe.opcode, ==, send ? QRDMA_WC_RECV :
@@ -5410,9 +4724,9 @@ static void pcap_message(PcapWire *p, PcapPair *q, uint8_t op, uint32_t len,
             g_assert_cmphex(le32_to_cpu(cqe.src_qp), ==, q->a->qpn);
         }
     }
-    expect_cqe(q->s, &q->s->cq, wr_id, q->a->qpn,
-               send ? QRDMA_WC_SEND : read ? QRDMA_WC_RDMA_READ :
-               QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(q->s, &q->s->cq, wr_id, q->a->qpn,
+                        send ? QRDMA_WC_SEND : read ? QRDMA_WC_RDMA_READ :
+                        QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
     pcap_expect_bytes(to, to->data + PCAP_DST + grh, src, len);
     pcap_take(p, 10);
 }
@@ -5425,10 +4739,11 @@ static void pcap_message(PcapWire *p, PcapPair *q, uint8_t op, uint32_t len,
  */
 static void pcap_bind(PcapPair *q, uint32_t mr, uint32_t *key)
 {
-    *key = next_key(*key);
-    run_wqe(q->r, q->b, wqe_bind(0xbb, *key, mr, 0x10000000, 256,
-                                 QRDMA_ACCESS_REMOTE_WRITE),
-            QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+    *key = qrdma_dp_next_key(*key);
+    qrdma_dp_run_wqe(q->r, q->b,
+                     qrdma_dp_wqe_bind(0xbb, *key, mr, 0x10000000, 256,
+                                       QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
 }
 
 /*
@@ -5473,23 +4788,23 @@ static void test_wire_pcap(void *obj, void *data, QGuestAllocator *alloc)
     uint32_t mr, key;
     struct qrdma_sq_wqe w;
     QQrdma q1;
-    Env e0, e1;
-    Qp a, b;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
     PcapPair q = { .s = &e0, .a = &a, .r = &e1, .b = &b };
     const uint8_t *f;
     size_t n;
     unsigned i;
 
     p->seen = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-    wire_envs(obj, alloc, &q1, &e0, &e1);
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
     e0.path_mtu = e1.path_mtu = 1;
     e1.qp_access |= QRDMA_ACCESS_FLUSH_GLOBAL;
 
     /* RC: rnr_retry 7 (for ever), so that the RNR NAK only delays */
     pcap_connect(&q, QRDMA_QPT_RC, 7);
-    mr = reg_mr(&e1, e1.pd, 4096 * 12, 4096,
-                QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
-    key = alloc_mw(&e1, e1.pd, QRDMA_MW_TYPE_2, NULL);
+    mr = qrdma_dp_reg_mr(&e1, e1.pd, 4096 * 12, 4096,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    key = qrdma_dp_alloc_mw(&e1, e1.pd, QRDMA_MW_TYPE_2, NULL);
     for (i = 0; i < G_N_ELEMENTS(lens); i++) {
         pcap_message(p, &q, QRDMA_WR_SEND, lens[i], 0, 0);
         pcap_message(p, &q, QRDMA_WR_SEND_WITH_IMM, lens[i], 0x1000 + i, 0);
@@ -5507,33 +4822,34 @@ static void test_wire_pcap(void *obj, void *data, QGuestAllocator *alloc)
 
     /* atomics on page 9 of qrdma1, the old values to page 10 of qrdma0 */
     qtest_writeq(e1.t.qts, e1.data + 4096 * 9, 40);
-    w = wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e0.data + 4096 * 10, 8,
-                e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
+                         e0.data + 4096 * 10, 8, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
     w.rdma.compare_add = cpu_to_le64(2);
-    run_wqe(&e0, &a, w, QRDMA_WC_FETCH_ADD, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e0, &a, w, QRDMA_WC_FETCH_ADD, QRDMA_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==, 42);
     g_assert_cmpuint(qtest_readq(e0.t.qts, e0.data + 4096 * 10), ==, 40);
-    w = wqe_sge(0xa5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e0.data + 4096 * 10, 8,
-                e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa5, QRDMA_WR_ATOMIC_CMP_AND_SWP, e0.data + 4096 * 10,
+                         8, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
     w.rdma.compare_add = cpu_to_le64(42);
     w.rdma.swap = cpu_to_le64(0x1122334455667788ull);
-    run_wqe(&e0, &a, w, QRDMA_WC_COMP_SWAP, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e0, &a, w, QRDMA_WC_COMP_SWAP, QRDMA_WC_SUCCESS);
     g_assert_cmphex(qtest_readq(e1.t.qts, e1.data + 4096 * 9), ==,
                     0x1122334455667788ull);
     g_assert_cmpuint(qtest_readq(e0.t.qts, e0.data + 4096 * 10), ==, 42);
-    w = wqe_sge(0xa6, QRDMA_WR_ATOMIC_WRITE, e0.data, 8, e0.lkey);
+    w = qrdma_dp_wqe_sge(0xa6, QRDMA_WR_ATOMIC_WRITE, e0.data, 8, e0.lkey);
     w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 9);
     w.rdma.rkey = cpu_to_le32(e1.rkey);
     memcpy(&w.rdma.compare_add, "ABCDEFG", 8);
-    run_wqe(&e0, &a, w, QRDMA_WC_ATOMIC_WRITE, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e0, &a, w, QRDMA_WC_ATOMIC_WRITE, QRDMA_WC_SUCCESS);
     pcap_expect_bytes(&e1, e1.data + 4096 * 9, (const uint8_t *)"ABCDEFG", 8);
-    run_wqe(&e0, &a, wqe_flush(0xa7, e1.rkey, e1.data + 4096 * 9, 8,
-                               QRDMA_FLUSH_GLOBAL, QRDMA_FLUSH_RANGE),
-            QRDMA_WC_FLUSH, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e0, &a,
+                     qrdma_dp_wqe_flush(0xa7, e1.rkey, e1.data + 4096 * 9, 8,
+                                        QRDMA_FLUSH_GLOBAL, QRDMA_FLUSH_RANGE),
+                     QRDMA_WC_FLUSH, QRDMA_WC_SUCCESS);
     pcap_take(p, 10);
 
     /* UC */
@@ -5553,7 +4869,7 @@ static void test_wire_pcap(void *obj, void *data, QGuestAllocator *alloc)
     cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
     memcpy(cmd.create_ah.av.dgid,
            (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 16 }, 16);
-    memcpy(cmd.create_ah.av.dmac, wire_mac1, 6);
+    memcpy(cmd.create_ah.av.dmac, qrdma_dp_wire_mac1, 6);
     g_assert_cmpuint(qrdma_t_exec(&e0.t, &cmd, &cmpl), ==, 0);
     q.ah = le32_to_cpu(cmpl.handle);
     pcap_message(p, &q, QRDMA_WR_SEND, 64, 0, 0);
@@ -5571,9 +4887,10 @@ static void test_wire_pcap(void *obj, void *data, QGuestAllocator *alloc)
 
     for (i = 0; i < p->seen->len; i++) {
         f = g_bytes_get_data(p->seen->pdata[i], &n);
-        ops[wire_check_frame(f, n)]++;
+        ops[qrdma_dp_wire_check_frame(f, n)]++;
         /* an ACK whose AETH's syndrome is an RNR NAK */
-        rnr += f[WIRE_BTH] == 0x11 && (f[WIRE_BTH + 12] & 0x60) == 0x20;
+        rnr += f[QRDMA_DP_WIRE_BTH] == 0x11 &&
+               (f[QRDMA_DP_WIRE_BTH + 12] & 0x60) == 0x20;
     }
     for (i = 0; i < G_N_ELEMENTS(pcap_opcodes); i++) {
         listed[pcap_opcodes[i]] = true;
@@ -5608,37 +4925,39 @@ static void test_fabric_link(void *obj, void *data, QGuestAllocator *alloc)
     QQrdma q1, q2;
     struct qrdma_sq_wqe w;
     QDict *rsp;
-    Env e0, e1, e2;
-    Qp a, b, c;
+    QrdmaDpEnv e0, e1, e2;
+    QrdmaDpQp a, b, c;
 
-    env_init(&e0, obj, alloc);
-    other_device(obj, 5, 16, &q1, alloc, &e1);
-    other_device(obj, 6, 17, &q2, alloc, &e2);
+    qrdma_dp_env_init(&e0, obj, alloc);
+    qrdma_dp_other_device(obj, 5, 16, &q1, alloc, &e1);
+    qrdma_dp_other_device(obj, 6, 17, &q2, alloc, &e2);
     e0.peer_ip = 16;
     e2.peer_ip = 16;
     e1.peer_ip = 17;
     e0.timeout = 8;
     e0.retry_cnt = 1;
-    connect_rc(&e2, &c, &e1, &b, true);
-    g_assert_cmpuint(create_qp(&e0, &a, QRDMA_QPT_RC, 0, &e0.cq, &e0.cq), ==,
-                     0);
-    to_rtr(&e0, &a, b.qpn);
-    to_rts(&e0, &a, 0);
+    qrdma_dp_connect_rc(&e2, &c, &e1, &b, true);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e0, &a, QRDMA_QPT_RC, 0, &e0.cq,
+                                        &e0.cq), ==, 0);
+    qrdma_dp_to_rtr(&e0, &a, b.qpn);
+    qrdma_dp_to_rts(&e0, &a, 0);
 
-    write_data(&e2, 0, "fabric");
-    post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
-    w = wqe_sge(0xc1, QRDMA_WR_SEND, e2.data, 7, e2.lkey);
-    post_send(&e2, &c, &w);
-    expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV, QRDMA_WC_SUCCESS);
-    expect_cqe(&e2, &e2.cq, 0xc1, c.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
-    expect_data(&e1, 0, "fabric");
+    qrdma_dp_write_data(&e2, 0, "fabric");
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xc1, QRDMA_WR_SEND, e2.data, 7, e2.lkey);
+    qrdma_dp_post_send(&e2, &c, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e2, &e2.cq, 0xc1, c.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 0, "fabric");
 
-    post_recv(&e1, &b, 0xb2, e1.data, 64, e1.lkey);
-    w = wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 7, e0.lkey);
-    post_send(&e0, &a, &w);
-    expect_cqe_stepping(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_RETRY_EXC_ERR,
-                        SCALE_MS, 10);
-    expect_no_cqe(&e1, &e1.cq);
+    qrdma_dp_post_recv(&e1, &b, 0xb2, e1.data, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 7, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe_stepping(&e0, &e0.cq, 0xa1, a.qpn,
+                                 QRDMA_WC_RETRY_EXC_ERR, SCALE_MS, 10);
+    qrdma_dp_expect_no_cqe(&e1, &e1.cq);
 
     rsp = qtest_qmp(e0.t.qts, "{ 'execute': 'device_del', "
                     "'arguments': { 'id': 'f1' } }");
@@ -5660,29 +4979,30 @@ static void test_mr_readonly_pages(void *obj, void *data,
     uint32_t rkey;
     struct qrdma_sq_wqe w;
     uint64_t errors;
-    Env e;
-    Qp a, b;
+    QrdmaDpEnv e;
+    QrdmaDpQp a, b;
 
-    env_init(&e, obj, alloc);
-    g_assert_cmpuint(reg_page_mr(&e, rom, QRDMA_ACCESS_LOCAL_WRITE |
-                                 QRDMA_ACCESS_REMOTE_WRITE |
-                                 QRDMA_ACCESS_REMOTE_READ, &rkey), ==,
+    qrdma_dp_env_init(&e, obj, alloc);
+    g_assert_cmpuint(qrdma_dp_reg_page_mr(&e, rom, QRDMA_ACCESS_LOCAL_WRITE |
+                                          QRDMA_ACCESS_REMOTE_WRITE |
+                                          QRDMA_ACCESS_REMOTE_READ, &rkey), ==,
                      QRDMA_STATUS_OK);
-    pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
 
     qtest_memread(e.t.qts, rom + 4096 - sizeof(want), want, sizeof(want));
-    w = wqe_sge(0xd3, QRDMA_WR_RDMA_READ, e.data, sizeof(want), e.lkey);
+    w = qrdma_dp_wqe_sge(0xd3, QRDMA_WR_RDMA_READ, e.data, sizeof(want),
+                         e.lkey);
     w.rdma.remote_addr = cpu_to_le64(rom + 4096 - sizeof(want));
     w.rdma.rkey = cpu_to_le32(rkey);
-    run_wqe(&e, &a, w, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_RDMA_READ, QRDMA_WC_SUCCESS);
     qtest_memread(e.t.qts, e.data, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
 
     errors = qrdma_t_qom_get(&e.t, "guest-errors");
-    w = wqe_sge(0xd4, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
+    w = qrdma_dp_wqe_sge(0xd4, QRDMA_WR_RDMA_WRITE, e.data, 8, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(rom);
     w.rdma.rkey = cpu_to_le32(rkey);
-    run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_REM_ACCESS_ERR);
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_REM_ACCESS_ERR);
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), >, errors);
     qtest_memread(e.t.qts, rom + 4096 - sizeof(want), got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
@@ -5697,7 +5017,7 @@ static void test_mr_readonly_pages(void *obj, void *data,
  * a status of the spec, both QPs still destroy, the device stays ready,
  * and a reset frees everything.
  */
-static uint64_t fuzz_near(GRand *r, Env *e, uint64_t valid)
+static uint64_t fuzz_near(GRand *r, QrdmaDpEnv *e, uint64_t valid)
 {
     switch (g_rand_int_range(r, 0, 16)) {
     case 0:
@@ -5705,13 +5025,14 @@ static uint64_t fuzz_near(GRand *r, Env *e, uint64_t valid)
     case 1:
         return valid + g_rand_int_range(r, -64, 64);
     case 2:
-        return e->data + g_rand_int_range(r, 0, DATA_PAGES * 4096 + 64);
+        return e->data + g_rand_int_range(r, 0,
+                                          QRDMA_DP_DATA_PAGES * 4096 + 64);
     default:
         return valid;
     }
 }
 
-static void fuzz_sq_wqe(GRand *r, Env *e, uint8_t *slot)
+static void fuzz_sq_wqe(GRand *r, QrdmaDpEnv *e, uint8_t *slot)
 {
     static const uint8_t ops[] = {
         QRDMA_WR_RDMA_WRITE, QRDMA_WR_RDMA_WRITE_WITH_IMM, QRDMA_WR_SEND,
@@ -5761,26 +5082,26 @@ static void test_fuzz_wqes(void *obj, void *data, QGuestAllocator *alloc)
     unsigned round, i, cqes = 0, failed = 0;
     uint8_t slot[QRDMA_SQ_WQE_SIZE];
     struct qrdma_cqe cqe;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     r = qrdma_t_fuzz_rand();
     for (round = 0; round < 32; round++) {
         /* rnr_retry 0: a send without a receive fails rather than waits. */
-        pair(&e, &a, &b, types[round % G_N_ELEMENTS(types)], 0);
+        qrdma_dp_pair(&e, &a, &b, types[round % G_N_ELEMENTS(types)], 0);
         for (i = 0; i < 8; i++) {
-            post_recv(&e, &b, i, fuzz_near(r, &e, e.data + i * 512),
-                      fuzz_near(r, &e, 512), fuzz_near(r, &e, e.lkey));
+            qrdma_dp_post_recv(&e, &b, i, fuzz_near(r, &e, e.data + i * 512),
+                               fuzz_near(r, &e, 512), fuzz_near(r, &e, e.lkey));
         }
         for (i = 0; i < 8; i++) {
             fuzz_sq_wqe(r, &e, slot);
             qtest_memwrite(e.t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
                            slot, sizeof(slot));
             a.sq_pi++;
-            ring_db(&e, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+            qrdma_dp_ring_db(&e, QRDMA_DB_SQ, a.qpn, a.sq_pi);
         }
-        while (poll_cq(&e, &e.cq, &cqe)) {
+        while (qrdma_dp_poll_cq(&e, &e.cq, &cqe)) {
             cqes++;
             failed += cqe.status != QRDMA_WC_SUCCESS;
             g_assert_cmpuint(cqe.status, <=, QRDMA_WC_GENERAL_ERR);
@@ -5801,14 +5122,14 @@ static void test_fuzz_wqes(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_device_fatal(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Env e;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     qrdma_t_writel(&e.t, QRDMA_REG_DEV_CTRL, 0);
     qrdma_t_writeq(&e.t, QRDMA_REG_CMDQ_BASE, 0xfffffffff000ull);
     qrdma_t_writel(&e.t, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_ENABLE);
     qrdma_t_writel(&e.t, QRDMA_REG_CMDQ_PI, 1);
-    expect_event(&e, 0, QRDMA_EV_DEVICE_FATAL, 0);
+    qrdma_dp_expect_event(&e, 0, QRDMA_EV_DEVICE_FATAL, 0);
     g_assert_cmphex(qrdma_t_readl(&e.t, QRDMA_REG_DEV_STATUS), ==,
                     QRDMA_DEV_STATUS_FATAL);
 }
@@ -5827,7 +5148,7 @@ static bool bench_on(void)
     return g_getenv("QRDMA_BENCH") != NULL;
 }
 
-static void bench_qp(Env *e, Qp *qp, uint8_t type)
+static void bench_qp(QrdmaDpEnv *e, QrdmaDpQp *qp, uint8_t type)
 {
     uint32_t sq_pages = (QRDMA_SQ_WQE_SIZE << BENCH_SQ_LOG2) / 4096;
     uint64_t pages[64];
@@ -5863,7 +5184,7 @@ static void bench_qp(Env *e, Qp *qp, uint8_t type)
     qp->qpn = le32_to_cpu(cmpl.handle);
 }
 
-static uint32_t bench_mr(Env *e, uint64_t buf)
+static uint32_t bench_mr(QrdmaDpEnv *e, uint64_t buf)
 {
     g_autofree uint64_t *pages = g_new(uint64_t, BENCH_BUF / 4096);
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
@@ -5892,7 +5213,7 @@ static uint32_t bench_mr(Env *e, uint64_t buf)
  * batch signaled); a batch is then one doorbell and one CQE to wait for,
  * so the qtest protocol adds little to what is measured.
  */
-static void bench_fill(Env *e, Qp *qp, struct qrdma_sq_wqe *w,
+static void bench_fill(QrdmaDpEnv *e, QrdmaDpQp *qp, struct qrdma_sq_wqe *w,
                        uint32_t batch)
 {
     uint32_t n = 1u << BENCH_SQ_LOG2, i;
@@ -5910,13 +5231,13 @@ static void bench_fill(Env *e, Qp *qp, struct qrdma_sq_wqe *w,
  * completes; receive CQEs on the way are consumed.  A sleep would be
  * coarser than a small batch.
  */
-static void bench_batch(Env *e, Qp *qp, uint32_t batch)
+static void bench_batch(QrdmaDpEnv *e, QrdmaDpQp *qp, uint32_t batch)
 {
-    Cq *cq = &e->cq;
+    QrdmaDpCq *cq = &e->cq;
     struct qrdma_cqe cqe;
 
     qp->sq_pi += batch;
-    ring_db(e, QRDMA_DB_SQ, qp->qpn, qp->sq_pi);
+    qrdma_dp_ring_db(e, QRDMA_DB_SQ, qp->qpn, qp->sq_pi);
     do {
         uint64_t addr = cq->ring + (cq->ci & ((1u << cq->log2) - 1)) * 32;
         uint8_t phase = (cq->ci >> cq->log2) & 1 ? 0 : QRDMA_CQE_F_PHASE;
@@ -5953,18 +5274,18 @@ static void test_bench_write(void *obj, void *data, QGuestAllocator *alloc)
     static const uint32_t sizes[] = { 4096, 65536, 1048576 };
     uint64_t src, dst;
     uint32_t key;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
     size_t i;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     /* Connected both ways: the ACKs of b's responder go back to a. */
     bench_qp(&e, &a, QRDMA_QPT_RC);
     bench_qp(&e, &b, QRDMA_QPT_RC);
-    to_rtr(&e, &a, b.qpn);
-    to_rtr(&e, &b, a.qpn);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
     src = guest_alloc(alloc, BENCH_BUF);
     dst = guest_alloc(alloc, BENCH_BUF);
     key = bench_mr(&e, src);
@@ -5977,8 +5298,8 @@ static void test_bench_write(void *obj, void *data, QGuestAllocator *alloc)
         uint64_t per_batch = (uint64_t)sizes[i] << BENCH_SQ_LOG2;
         uint64_t total = bench_on() ? 1024ull * 1024 * 1024 : per_batch;
         uint32_t keyd = bench_mr(&e, dst);
-        struct qrdma_sq_wqe w = wqe_sge(0, QRDMA_WR_RDMA_WRITE, src,
-                                        sizes[i], key);
+        struct qrdma_sq_wqe w = qrdma_dp_wqe_sge(0, QRDMA_WR_RDMA_WRITE, src,
+                                                 sizes[i], key);
         uint64_t done;
         gint64 t0;
         double dev, mem;
@@ -6007,19 +5328,19 @@ static void test_bench_small(void *obj, void *data, QGuestAllocator *alloc)
     bool send = op && !strcmp(op, "send");
     uint32_t batches = bench_on() ? 16 : 2, i, j;
     struct qrdma_sq_wqe w;
-    Qp a, b;
-    Env e;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
 
-    env_init(&e, obj, alloc);
+    qrdma_dp_env_init(&e, obj, alloc);
     bench_qp(&e, &a, QRDMA_QPT_RC);
     bench_qp(&e, &b, QRDMA_QPT_RC);
-    to_rtr(&e, &a, b.qpn);
-    to_rtr(&e, &b, a.qpn);
-    to_rts(&e, &a, 0);
-    to_rts(&e, &b, 0);
+    qrdma_dp_to_rtr(&e, &a, b.qpn);
+    qrdma_dp_to_rtr(&e, &b, a.qpn);
+    qrdma_dp_to_rts(&e, &a, 0);
+    qrdma_dp_to_rts(&e, &b, 0);
 
-    w = wqe_sge(0, send ? QRDMA_WR_SEND : QRDMA_WR_RDMA_WRITE, e.data, 64,
-                e.lkey);
+    w = qrdma_dp_wqe_sge(0, send ? QRDMA_WR_SEND : QRDMA_WR_RDMA_WRITE, e.data,
+                         64, e.lkey);
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096);
     w.rdma.rkey = cpu_to_le32(e.lkey);
     /* Batches of 64: their CQEs fit the test CQ of 128. */
@@ -6041,7 +5362,7 @@ static void test_bench_small(void *obj, void *data, QGuestAllocator *alloc)
     for (i = 0; i < batches * 4; i++) {
         if (send) {
             b.rq_pi += 64;
-            ring_db(&e, QRDMA_DB_RQ, b.qpn, b.rq_pi);
+            qrdma_dp_ring_db(&e, QRDMA_DB_RQ, b.qpn, b.rq_pi);
         }
         bench_batch(&e, &a, 64);
     }
@@ -6053,16 +5374,16 @@ static void test_bench_small(void *obj, void *data, QGuestAllocator *alloc)
 static void qrdma_dp_register_tests(void)
 {
     QOSGraphTestOptions wire_opts = {
-        .before = wire_setup,
-        .edge.extra_device_opts = "netdev=w0,mac=" WIRE_MAC0,
+        .before = qrdma_dp_wire_setup,
+        .edge.extra_device_opts = "netdev=w0,mac=" QRDMA_DP_WIRE_MAC0,
     };
     QOSGraphTestOptions relay_opts = {
-        .before = relay_setup,
-        .edge.extra_device_opts = "netdev=w0,mac=" WIRE_MAC0,
+        .before = qrdma_dp_relay_setup,
+        .edge.extra_device_opts = "netdev=w0,mac=" QRDMA_DP_WIRE_MAC0,
     };
     QOSGraphTestOptions pcap_opts = {
         .before = pcap_setup,
-        .edge.extra_device_opts = "netdev=w0,mac=" WIRE_MAC0,
+        .edge.extra_device_opts = "netdev=w0,mac=" QRDMA_DP_WIRE_MAC0,
     };
 
     qos_add_test("dp/send-recv-inline-s5-s6", QRDMA_NODE_DP,
