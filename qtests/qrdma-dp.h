@@ -7,10 +7,12 @@
  *
  * The tests of the data path hang off QRDMA_NODE_DP, one file per area
  * (qrdma-dp-*-test.c), with the random WQEs and frames of
- * qrdma-fuzz-test.c and the benchmarks of qrdma-bench.c.  They all start
- * from a QrdmaDpEnv: a function with its event queues, a PD, an MR over
- * QRDMA_DP_DATA_PAGES of guest memory and a CQ; the wire helpers join two
- * functions through netdevs the test sees.
+ * qrdma-fuzz-test.c and the benchmarks of qrdma-bench.c; a test of a
+ * lifecycle rule is named by its id in the project's
+ * docs/specs/qrdma-lifecycle.rst.  They all start from a QrdmaDpEnv: a
+ * function with its event queues, a PD, an MR over QRDMA_DP_DATA_PAGES of
+ * guest memory and a CQ; the wire helpers join two functions through
+ * netdevs the test sees.
  */
 
 #ifndef QTEST_QRDMA_DP_H
