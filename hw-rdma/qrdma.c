@@ -22,7 +22,7 @@
 #include "qemu/host-utils.h"
 #include "qrdma.h"
 #include "qrdma-qemu-compat.h"
-#include "qrdma_cmd.h"
+#include "qrdma_resources.h"
 #include "trace.h"
 
 #define QRDMA_PCIE_CAP_OFFSET 0x80

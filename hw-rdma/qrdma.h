@@ -274,6 +274,7 @@ typedef struct QrdmaQp {
     bool queued;                        /* on the device's work list */
     bool comm_est;                      /* first message seen */
     bool fatal;                         /* lost a completion: QP_FATAL */
+    uint8_t engines;                    /* QRDMA_ENGINE_*: those running */
     uint32_t mtu;                       /* of its packets, from path_mtu */
     QrdmaReq req;
     QrdmaComp comp;

@@ -88,3 +88,23 @@ uint8_t qrdma_cmd_destroy_ah(QrdmaCore *core, uint32_t uctx,
     qrdma_uctx_ref(core, uctx, -1);
     return QRDMA_STATUS_OK;
 }
+
+/* The port's GID an address vector sends from. */
+const uint8_t *qrdma_av_sgid(QrdmaCore *core, const struct qrdma_av *av)
+{
+    /* The index was checked when the AV was set. */
+    return core->gid[av->sgid_index < QRDMA_GID_TABLE_LEN ?
+                     av->sgid_index : 0].gid;
+}
+
+void qrdma_av_pkt_path(QrdmaCore *core, const struct qrdma_av *av,
+                       QrdmaPkt *pkt)
+{
+    memcpy(pkt->sgid, qrdma_av_sgid(core, av), 16);
+    memcpy(pkt->dgid, av->dgid, 16);
+    pkt->traffic_class = av->traffic_class;
+    pkt->hop_limit = av->hop_limit;
+    pkt->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
+    memcpy(pkt->dmac, av->dmac, 6);
+    pkt->vlan_id = le16_to_cpu(av->vlan_id);
+}

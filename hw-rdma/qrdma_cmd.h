@@ -14,11 +14,4 @@ typedef struct QrdmaCore QrdmaCore;
 /* The command queue's bottom half: runs the commands the driver posted. */
 void qrdma_cmdq_process(void *opaque);
 
-/* The tables of every kind of resource, sized by the device limits. */
-void qrdma_resources_init(QrdmaCore *core);
-/* Free what every live resource holds, and mark all slots free. */
-void qrdma_resources_reset(QrdmaCore *core);
-void qrdma_resources_free(QrdmaCore *core);
-uint32_t qrdma_resources_in_use(QrdmaCore *core);
-
 #endif /* HW_RDMA_QRDMA_CMD_H */

@@ -454,7 +454,7 @@ static void qrdma_comp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
     qrdma_comp_progress(core, qp);
 }
 
-void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+static void qrdma_comp_take(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
     uint32_t flags = qrdma_pkt_flags(pkt);
 
@@ -487,15 +487,15 @@ void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
     }
 }
 
-/*
- * The QP's timer: an RNR wait is over, or nothing answered within the
- * local ACK timeout.  Then what is outstanding goes again from the oldest
- * WQE, while retries are left; after the last, that WQE fails.
- */
-void qrdma_comp_timer(void *opaque)
+void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
-    QrdmaQp *qp = opaque;
-    QrdmaCore *core = qp->core;
+    qrdma_engine_enter(qp, QRDMA_ENGINE_COMP);
+    qrdma_comp_take(core, qp, pkt);
+    qrdma_engine_leave(qp, QRDMA_ENGINE_COMP);
+}
+
+static void qrdma_comp_expired(QrdmaCore *core, QrdmaQp *qp)
+{
 
     if (qp->comp.rnr_wait) {
         qp->comp.rnr_wait = false;
@@ -526,6 +526,20 @@ void qrdma_comp_timer(void *opaque)
      * the same.
      */
     qrdma_comp_arm_retry(core, qp);
+}
+
+/*
+ * The QP's timer: an RNR wait is over, or nothing answered within the
+ * local ACK timeout.  Then what is outstanding goes again from the oldest
+ * WQE, while retries are left; after the last, that WQE fails.
+ */
+void qrdma_comp_timer(void *opaque)
+{
+    QrdmaQp *qp = opaque;
+
+    qrdma_engine_enter(qp, QRDMA_ENGINE_COMP);
+    qrdma_comp_expired(qp->core, qp);
+    qrdma_engine_leave(qp, QRDMA_ENGINE_COMP);
 }
 
 void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp)

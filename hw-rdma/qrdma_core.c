@@ -16,6 +16,7 @@
 #include "qrdma.h"
 #include "qrdma_dp.h"
 #include "qrdma_cmd.h"
+#include "qrdma_resources.h"
 #include "qrdma_err.h"
 #include "trace.h"
 

@@ -25,23 +25,6 @@
 #include "qrdma_wire.h"
 #include "trace.h"
 
-void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
-                  struct qrdma_cqe *cqe, bool solicited)
-{
-    /*
-     * A completion the CQ cannot take (overrun): the QP can no longer
-     * report its work, a catastrophic error of the QP.  It goes to ERR at
-     * once; a flush would have nowhere to go.
-     */
-    if (!qrdma_cq_push(core, recv ? qp->recv_cq : qp->send_cq, cqe,
-                       solicited) && !qp->fatal) {
-        qp->fatal = true;
-        qp->state = QRDMA_QPS_ERR;
-        trace_qrdma_qp_error(qp->qpn, qp->state);
-        qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
-    }
-}
-
 /* The MTU of the QP's packets, worked out when its attributes change. */
 static uint32_t qrdma_qp_mtu_of(const QrdmaQp *qp)
 {
@@ -52,329 +35,7 @@ static uint32_t qrdma_qp_mtu_of(const QrdmaQp *qp)
     return 4096;
 }
 
-void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only)
-{
-    uint8_t from = qp->state;
-
-    /*
-     * SQE is a way down from RTS only: a QP already in ERR (a fatal one
-     * whose completion was just lost, say) stays there, or a move SQE ->
-     * RTS would revive it.
-     */
-    qp->state = sq_only && from != QRDMA_QPS_ERR ? QRDMA_QPS_SQE :
-                QRDMA_QPS_ERR;
-    trace_qrdma_qp_error(qp->qpn, qp->state);
-    qrdma_dp_qp_modified(core, qp, from);
-}
-
-bool qrdma_wqe_is_read_or_atomic(uint8_t opcode)
-{
-    return opcode == QRDMA_WR_RDMA_READ ||
-           opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
-           opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-bool qrdma_wqe_takes_response(uint8_t opcode)
-{
-    return qrdma_wqe_is_read_or_atomic(opcode) ||
-           opcode == QRDMA_WR_FLUSH || opcode == QRDMA_WR_ATOMIC_WRITE;
-}
-
-/* Send WQEs */
-
-uint8_t qrdma_wc_opcode(uint8_t wr_opcode)
-{
-    switch (wr_opcode) {
-    case QRDMA_WR_RDMA_WRITE:
-    case QRDMA_WR_RDMA_WRITE_WITH_IMM:
-        return QRDMA_WC_RDMA_WRITE;
-    case QRDMA_WR_RDMA_READ:
-        return QRDMA_WC_RDMA_READ;
-    case QRDMA_WR_ATOMIC_CMP_AND_SWP:
-        return QRDMA_WC_COMP_SWAP;
-    case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
-        return QRDMA_WC_FETCH_ADD;
-    case QRDMA_WR_LOCAL_INV:
-        return QRDMA_WC_LOCAL_INV;
-    case QRDMA_WR_BIND_MW:
-        return QRDMA_WC_BIND_MW;
-    case QRDMA_WR_REG_MR:
-        return QRDMA_WC_REG_MR;
-    case QRDMA_WR_ATOMIC_WRITE:
-        return QRDMA_WC_ATOMIC_WRITE;
-    case QRDMA_WR_FLUSH:
-        return QRDMA_WC_FLUSH;
-    default:
-        return QRDMA_WC_SEND;
-    }
-}
-
-/* The header and one SGE: all that most WQEs hold, in one read. */
-#define QRDMA_WQE_FIRST_READ \
-    (offsetof(struct qrdma_sq_wqe, sge) + sizeof(struct qrdma_sge))
-
-/* What is left to read of a WQE after the first read, by its own count. */
-static size_t qrdma_wqe_rest(const struct qrdma_sq_wqe *wqe)
-{
-    size_t used = wqe->flags & QRDMA_WQE_F_INLINE ?
-                  MIN(le32_to_cpu(wqe->inline_len), QRDMA_MAX_INLINE) :
-                  MIN(wqe->num_sge, QRDMA_MAX_SEND_SGE) *
-                  sizeof(struct qrdma_sge);
-
-    return used > sizeof(struct qrdma_sge) ?
-           used - sizeof(struct qrdma_sge) : 0;
-}
-
-/*
- * Copy the next send WQE of qp out of guest memory, once; only the copy
- * is looked at.  The header first, then only the SGEs or inline bytes it
- * says it has (bounded by the WQE size, so a bad count reads no further).
- * A WQE that cannot be read is fatal to the QP.
- */
-static bool qrdma_wqe_fetch(QrdmaCore *core, QrdmaQp *qp, uint32_t idx,
-                            struct qrdma_sq_wqe *wqe)
-{
-    uint64_t addr = qrdma_ring_addr(&qp->sq, idx, qp->sq_log2,
-                                   QRDMA_SQ_WQE_SIZE);
-
-    if (!qrdma_dma_read(core, addr, wqe, QRDMA_WQE_FIRST_READ) ||
-        (qrdma_wqe_rest(wqe) &&
-         !qrdma_dma_read(core, addr + QRDMA_WQE_FIRST_READ,
-                         (uint8_t *)wqe + QRDMA_WQE_FIRST_READ,
-                         qrdma_wqe_rest(wqe)))) {
-        QRDMA_GUEST_ERR(core, qrdma_err_wqe_unreadable,
-                        "qp 0x%" PRIx32 ": send WQE" " at 0x%" PRIx64
-                        " unreadable", qp->qpn, addr);
-        qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
-        qrdma_qp_to_err(core, qp, false);
-        return false;
-    }
-    return true;
-}
-
-/*
- * The requester's local side of a message: the source, or for READ and
- * atomics the sink, from the SGEs or the inline data.
- */
-static uint8_t qrdma_gather(QrdmaCore *core, const QrdmaQp *qp,
-                            const struct qrdma_sq_wqe *wqe, QrdmaIter *it)
-{
-    uint32_t access = (wqe->opcode == QRDMA_WR_RDMA_READ ||
-                       wqe->opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
-                       wqe->opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
-                      QRDMA_ACCESS_LOCAL_WRITE : 0;
-
-    qrdma_iter_range(it, core, NULL, 0, 0);
-    if (wqe->opcode == QRDMA_WR_ATOMIC_WRITE ||
-        wqe->opcode == QRDMA_WR_FLUSH) {
-        /* No local buffer: the SGEs play no part. */
-        return QRDMA_WC_SUCCESS;
-    }
-    if (wqe->flags & QRDMA_WQE_F_INLINE && !access) {
-        qrdma_iter_host(it, wqe->inline_data, le32_to_cpu(wqe->inline_len));
-        return QRDMA_WC_SUCCESS;
-    }
-    if (!qrdma_iter_sges(it, core, qp->pd, qp->uctx, wqe->sge, wqe->num_sge,
-                         access)) {
-        return QRDMA_WC_LOC_PROT_ERR;
-    }
-    if (qrdma_iter_total(it) > QRDMA_MAX_MSG) {
-        return QRDMA_WC_LOC_LEN_ERR;
-    }
-    if (wqe->opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
-        wqe->opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) {
-        /* The original value goes to the first SGE, whole. */
-        if (!it->n || it->span[0].len < 8) {
-            return QRDMA_WC_LOC_LEN_ERR;
-        }
-        it->n = 1;
-        it->span[0].len = 8;
-    }
-    return QRDMA_WC_SUCCESS;
-}
-
-/*
- * The local side of c's WQE, checked against the MRs as they are now; if
- * an SGE fails, the WQE has none (not the SGEs checked before the one
- * that failed).
- */
-static void qrdma_wqe_gather(QrdmaCore *core, const QrdmaQp *qp,
-                             QrdmaWqeCache *c)
-{
-    c->status = qrdma_gather(core, qp, &c->wqe, &c->local);
-    if (c->status) {
-        qrdma_iter_range(&c->local, core, NULL, 0, 0);
-    }
-    c->len = qrdma_iter_total(&c->local);
-}
-
-/* Whether qp may post the WQE: its opcode, inline data and SGE count. */
-static uint8_t qrdma_wqe_check(const QrdmaQp *qp,
-                               const struct qrdma_sq_wqe *wqe)
-{
-    unsigned num = wqe->num_sge;
-    uint8_t status = QRDMA_WC_SUCCESS;
-
-    switch (wqe->opcode) {
-    case QRDMA_WR_SEND:
-    case QRDMA_WR_SEND_WITH_IMM:
-        break;
-    case QRDMA_WR_RDMA_WRITE:
-    case QRDMA_WR_RDMA_WRITE_WITH_IMM:
-    case QRDMA_WR_SEND_WITH_INV:
-        if (qp->type == QRDMA_QPT_UD || qp->type == QRDMA_QPT_GSI ||
-            (wqe->opcode == QRDMA_WR_SEND_WITH_INV &&
-             qp->type != QRDMA_QPT_RC)) {
-            status = QRDMA_WC_LOC_QP_OP_ERR;
-        }
-        break;
-    case QRDMA_WR_RDMA_READ:
-    case QRDMA_WR_ATOMIC_CMP_AND_SWP:
-    case QRDMA_WR_ATOMIC_FETCH_AND_ADD:
-    case QRDMA_WR_ATOMIC_WRITE:
-        if (qp->type != QRDMA_QPT_RC) {
-            status = QRDMA_WC_LOC_QP_OP_ERR;
-        }
-        break;
-    case QRDMA_WR_FLUSH:
-        if (qp->type != QRDMA_QPT_RC || !wqe->flush.type ||
-            (wqe->flush.type & ~(QRDMA_FLUSH_GLOBAL |
-                                QRDMA_FLUSH_PERSISTENT)) ||
-            wqe->flush.level > QRDMA_FLUSH_MR) {
-            status = QRDMA_WC_LOC_QP_OP_ERR;
-        }
-        break;
-    case QRDMA_WR_LOCAL_INV:
-    case QRDMA_WR_REG_MR:
-        break;
-    case QRDMA_WR_BIND_MW:
-        /* Windows serve RDMA, which UD and GSI QPs do not take. */
-        if (qp->type != QRDMA_QPT_RC && qp->type != QRDMA_QPT_UC) {
-            status = QRDMA_WC_LOC_QP_OP_ERR;
-        }
-        break;
-    default:
-        status = QRDMA_WC_LOC_QP_OP_ERR;
-    }
-    if (!status && (wqe->flags & QRDMA_WQE_F_INLINE) &&
-        wqe->opcode != QRDMA_WR_SEND && wqe->opcode != QRDMA_WR_SEND_WITH_IMM &&
-        wqe->opcode != QRDMA_WR_SEND_WITH_INV &&
-        wqe->opcode != QRDMA_WR_RDMA_WRITE &&
-        wqe->opcode != QRDMA_WR_RDMA_WRITE_WITH_IMM) {
-        /* Inline data is a source: READ and atomics have none. */
-        status = QRDMA_WC_LOC_QP_OP_ERR;
-    } else if (!status && (wqe->flags & QRDMA_WQE_F_INLINE) &&
-        le32_to_cpu(wqe->inline_len) > QRDMA_MAX_INLINE) {
-        status = QRDMA_WC_LOC_LEN_ERR;
-    } else if (!status && !(wqe->flags & QRDMA_WQE_F_INLINE) &&
-               num > QRDMA_MAX_SEND_SGE) {
-        status = QRDMA_WC_LOC_QP_OP_ERR;
-    }
-    return status;
-}
-
-
-/*
- * The WQE at idx, copied out of guest memory and checked once: its
- * opcode and counts, then its SGEs, which are checked again when an MR
- * has lost access since (mr_gen).  NULL when it cannot be read, which is
- * fatal to the QP.
- */
-QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx)
-{
-    QrdmaWqeCache *c = &qp->wqe;
-    struct qrdma_sq_wqe *wqe = &c->wqe;
-
-    if (c->valid && c->idx == idx) {
-        if (c->mr_gen != core->mr_gen && !c->status) {
-            c->mr_gen = core->mr_gen;
-            qrdma_wqe_gather(core, qp, c);
-        }
-        return c;
-    }
-    c->valid = false;
-    /*
-     * Nothing of the WQE this cache held before may serve the one read
-     * now, least of all its local buffer: a WQE that fails its checks has
-     * none, whatever answer comes for it.
-     */
-    qrdma_iter_range(&c->local, core, NULL, 0, 0);
-    c->len = 0;
-    if (!qrdma_wqe_fetch(core, qp, idx, wqe)) {
-        return NULL;
-    }
-    c->valid = true;
-    c->idx = idx;
-    c->mr_gen = core->mr_gen;
-    c->status = qrdma_wqe_check(qp, wqe);
-    if (c->status) {
-        QRDMA_GUEST_ERR(core, qrdma_err_wqe_bad,
-                        "qp 0x%" PRIx32 ": bad send WQE "
-                        "(opcode %u, %u SGEs)", qp->qpn, wqe->opcode,
-                        wqe->num_sge);
-        return c;
-    }
-    if (wqe->opcode == QRDMA_WR_BIND_MW || wqe->opcode == QRDMA_WR_LOCAL_INV ||
-        wqe->opcode == QRDMA_WR_REG_MR) {
-        return c;
-    }
-    qrdma_wqe_gather(core, qp, c);
-    return c;
-}
-
-uint32_t qrdma_wqe_psns(const QrdmaQp *qp, const QrdmaWqeCache *c)
-{
-    uint8_t op = c->wqe.opcode;
-
-    if (op == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
-        op == QRDMA_WR_ATOMIC_FETCH_AND_ADD ||
-        op == QRDMA_WR_ATOMIC_WRITE || op == QRDMA_WR_FLUSH || !c->len) {
-        return 1;
-    }
-    return DIV_ROUND_UP(c->len, qrdma_qp_mtu(qp));
-}
-
-void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s)
-{
-    s->wr_id = c->wqe.wr_id;
-    s->len = c->len;
-    s->psns = qrdma_wqe_psns(qp, c);
-    s->opcode = c->wqe.opcode;
-    s->signaled = qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED);
-}
-
 /* Packets */
-
-/* The port's GID an address vector sends from. */
-static const uint8_t *qrdma_dp_av_sgid(QrdmaCore *core,
-                                       const struct qrdma_av *av)
-{
-    /* The index was checked when the AV was set. */
-    return core->gid[av->sgid_index < QRDMA_GID_TABLE_LEN ?
-                     av->sgid_index : 0].gid;
-}
-
-void qrdma_dp_pkt_path(QrdmaCore *core, const struct qrdma_av *av,
-                       QrdmaPkt *pkt)
-{
-    memcpy(pkt->sgid, qrdma_dp_av_sgid(core, av), 16);
-    memcpy(pkt->dgid, av->dgid, 16);
-    pkt->traffic_class = av->traffic_class;
-    pkt->hop_limit = av->hop_limit;
-    pkt->flow_label = le32_to_cpu(av->flow_label) & 0xfffff;
-    memcpy(pkt->dmac, av->dmac, 6);
-    pkt->vlan_id = le16_to_cpu(av->vlan_id);
-}
-
-void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
-{
-    pkt->lqpn = qp->qpn;
-    pkt->mtu = qrdma_qp_mtu(qp);
-    core->counters.pkts_sent += pkt->npkts;
-    trace_qrdma_pkt_xmit(qp->qpn, pkt->dqpn, pkt->opcode, pkt->psn,
-                         pkt->paylen);
-    core->xport->xmit(core, pkt);
-}
 
 /*
  * Whether a packet for a connected QP comes from its peer: from the GID
@@ -387,7 +48,7 @@ static bool qrdma_dp_from_peer(QrdmaCore *core, const QrdmaQp *qp,
     const struct qrdma_av *av = &qp->attr.av;
 
     if (!memcmp(pkt->sgid, av->dgid, 16) &&
-        !memcmp(pkt->dgid, qrdma_dp_av_sgid(core, av), 16) &&
+        !memcmp(pkt->dgid, qrdma_av_sgid(core, av), 16) &&
         (pkt->vlan_id & 0xfff) == (le16_to_cpu(av->vlan_id) & 0xfff)) {
         return true;
     }
@@ -440,12 +101,62 @@ static void qrdma_dp_rx_mcast(QrdmaCore *core, QrdmaPkt *pkt)
     }
 }
 
+/* Whether an engine of a QP attached to the packet's group is running. */
+static bool qrdma_dp_mcast_busy(QrdmaCore *core, const QrdmaPkt *pkt)
+{
+    uint32_t g, k;
+
+    for (g = 0; g < core->mcast_table.max; g++) {
+        QrdmaMcast *m = &core->mcast[g];
+
+        if (!core->mcast_table.busy[g] || memcmp(m->gid, pkt->dgid, 16)) {
+            continue;
+        }
+        for (k = 0; k < m->nqp; k++) {
+            int q = qrdma_table_lookup(&core->qp_table, m->qpn[k]);
+
+            if (q >= 0 && core->qp[q].engines) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/*
+ * Whether the packet must wait: it came in while an engine of its QP was
+ * running, which only a packet on the wire can do (through a hub that
+ * links this function to another of the same QEMU, which answers at
+ * once).  It goes on the fabric's queue, to be taken after.
+ */
+static bool qrdma_dp_rx_later(QrdmaCore *core, QrdmaPkt *pkt)
+{
+    bool busy;
+
+    if (pkt->dqpn == QRDMA_MULTICAST_QPN) {
+        busy = qrdma_dp_mcast_busy(core, pkt);
+    } else {
+        int idx = qrdma_table_lookup(&core->qp_table, pkt->dqpn);
+
+        busy = idx >= 0 && core->qp[idx].engines;
+    }
+    if (busy) {
+        trace_qrdma_pkt_rx_later(pkt->dqpn, pkt->opcode, pkt->psn);
+        qrdma_fabric_requeue(&core->port, pkt);
+    }
+    return busy;
+}
+
 /* What the transport delivers to this function. */
 static void qrdma_dp_rx(QrdmaCore *core, QrdmaPkt *pkt)
 {
     uint32_t flags = qrdma_op_flags(pkt->opcode);
     int idx;
 
+    if (flags && pkt->npkts && (!pkt->paylen || pkt->payload) &&
+        qrdma_dp_rx_later(core, pkt)) {
+        return;
+    }
     core->counters.pkts_rcvd += pkt->npkts;
     trace_qrdma_pkt_rx(pkt->dqpn, pkt->opcode, pkt->psn, pkt->paylen);
     if (!flags || !pkt->npkts || (pkt->paylen && !pkt->payload)) {
@@ -583,11 +294,15 @@ static void qrdma_dp_run(void *opaque)
  * Work posted before a command runs before it: a driver that rang a
  * doorbell and then sends a command sees the command find that work done.
  */
+#define QRDMA_DRAIN_FABRIC_BYTES (1 * MiB)
+
 void qrdma_dp_drain(QrdmaCore *core)
 {
     if (!QSIMPLEQ_EMPTY(&core->work)) {
         qrdma_dp_run(core);
     }
+    /* And the packets it sent reached their receivers. */
+    qrdma_fabric_deliver(core->port.fabric, QRDMA_DRAIN_FABRIC_BYTES);
 }
 
 void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp)
@@ -624,6 +339,13 @@ static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
         core->counters.sq_deferred++;
         trace_qrdma_sq_deferred(qp->qpn, qp->req.idx, qp->req.sent);
     }
+    /*
+     * What it sent on the loopback is taken now, once the requester is
+     * done, and what that answers with after it, within as many bytes
+     * again: a message to another function of this QEMU is placed, and
+     * its ACK completed, before the doorbell write returns.
+     */
+    qrdma_fabric_deliver(core->port.fabric, 2 * QRDMA_DB_INLINE_BYTES);
 }
 
 /* Doorbells */

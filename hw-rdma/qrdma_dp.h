@@ -11,6 +11,10 @@
 
 #include "qrdma.h"
 #include "qrdma_pkt.h"
+#include "qrdma_qp.h"
+#include "qrdma_wqe.h"
+#include "qrdma_ah.h"
+#include "qrdma_wire.h"
 
 /*
  * The channel adapter's transport as the InfiniBand specification splits
@@ -36,13 +40,6 @@ void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
 /* qrdma_dp.c: for the engines */
 /* The longest message (IBA 9.4.1). */
 #define QRDMA_MAX_MSG (1u << 31)
-/*
- * The network header and link of a packet to av, from the port's GID at
- * av's index: what a requester's packet and a responder's answer carry.
- */
-void qrdma_dp_pkt_path(QrdmaCore *core, const struct qrdma_av *av,
-                       QrdmaPkt *pkt);
-void qrdma_dp_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
 void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp);
 /*
  * The responder of qp has more to answer than its turn allowed: another
@@ -50,30 +47,36 @@ void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp);
  */
 void qrdma_dp_answer_later(QrdmaCore *core, QrdmaQp *qp);
 void qrdma_dp_answer_cancel(QrdmaCore *core, QrdmaQp *qp);
-void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only);
-/* A completion of qp; a CQ that cannot take it makes the QP fatal. */
-void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
-                  struct qrdma_cqe *cqe, bool solicited);
 static inline uint32_t qrdma_qp_mtu(const QrdmaQp *qp)
 {
     return qp->mtu;
 }
-/* The send WQE at SQ index idx, read and checked once. */
-QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx);
-bool qrdma_wqe_is_read_or_atomic(uint8_t opcode);
+
 /*
- * Whether a WQE of opcode completes with a response of its own, not an
- * ACK, holds a responder resource while it waits for it, and so counts
- * against max_rd_atomic: READ and the atomics, and, as IBA 1.5 has them,
- * FLUSH and ATOMIC_WRITE, whose response is an empty RDMA READ Response
- * Only.
+ * A QP's transport engines, each an entry point that takes the QP's
+ * state a step on: the requester (qrdma_req_run), the responder
+ * (qrdma_resp_rx, qrdma_resp_run) and the completer (qrdma_comp_rx,
+ * qrdma_comp_timer).  One of them runs at a time, and none inside
+ * another: the packets they send are queued for their receivers
+ * (qrdma_fabric.c), and a packet that comes in while one runs waits on
+ * the same queue (qrdma_dp_rx()).  So no engine finds the QP changed
+ * under it by another, as rxe's tasks never run inside themselves.
  */
-bool qrdma_wqe_takes_response(uint8_t opcode);
-/* The PSNs the packets of WQE c take, as the requester numbers them. */
-uint32_t qrdma_wqe_psns(const QrdmaQp *qp, const QrdmaWqeCache *c);
-void qrdma_wqe_sent(QrdmaQp *qp, const QrdmaWqeCache *c, QrdmaSent *s);
-/* The completion opcode of a send WQE's opcode. */
-uint8_t qrdma_wc_opcode(uint8_t wr_opcode);
+#define QRDMA_ENGINE_REQ    0x1
+#define QRDMA_ENGINE_RESP   0x2
+#define QRDMA_ENGINE_COMP   0x4
+
+static inline void qrdma_engine_enter(QrdmaQp *qp, uint8_t engine)
+{
+    assert(!qp->engines);
+    qp->engines = engine;
+}
+
+static inline void qrdma_engine_leave(QrdmaQp *qp, uint8_t engine)
+{
+    assert(qp->engines == engine);
+    qp->engines = 0;
+}
 
 /* Whether the transport is backed up: requesters wait (QrdmaTransportOps). */
 static inline bool qrdma_dp_xport_busy(QrdmaCore *core)

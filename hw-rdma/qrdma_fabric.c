@@ -8,7 +8,9 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/units.h"
 #include "hw/qdev-core.h"
 #include "qrdma.h"
 #include "qrdma-qemu-compat.h"
@@ -49,12 +51,136 @@ void qrdma_fabric_join(QrdmaFabric *fabric, QrdmaFabricPort *port,
     trace_qrdma_fabric_join(id ? id : "(default)");
 }
 
+/*
+ * What one member may have on the queue: a few of the transport's largest
+ * bursts, enough for the receiver to be busy while the sender fills the
+ * queue again.  Past either bound the sender is busy.
+ */
+#define QRDMA_FABRIC_PORT_BYTES (4 * MiB)
+#define QRDMA_FABRIC_PORT_PKTS 512
+
+/* What the fabric's bottom half delivers in one turn of the main loop. */
+#define QRDMA_FABRIC_TURN_BYTES (1 * MiB)
+
+struct QrdmaFabricPkt {
+    QSIMPLEQ_ENTRY(QrdmaFabricPkt) next;
+    QrdmaFabricPort *src;               /* NULL: queued again, not sent */
+    QrdmaFabricPort *dst;
+    QrdmaPkt pkt;
+    QrdmaIter payload;
+    uint8_t data[];
+};
+
+bool qrdma_fabric_busy(const QrdmaFabricPort *port)
+{
+    return port->queued >= QRDMA_FABRIC_PORT_PKTS ||
+           port->queued_bytes >= QRDMA_FABRIC_PORT_BYTES;
+}
+
+/*
+ * The packet, its payload copied out of the sender's memory, on the
+ * queue for dst; pkt->payload is put back where it was.  A payload that
+ * cannot be read (the sender's memory went away) loses the packet, as the
+ * wire does, and the engines' retries recover.
+ */
+static void qrdma_fabric_enqueue(QrdmaFabric *fabric, QrdmaCore *core,
+                                 QrdmaFabricPort *src, QrdmaFabricPort *dst,
+                                 QrdmaPkt *pkt)
+{
+    QrdmaFabricPkt *q = g_malloc(sizeof(*q) + pkt->paylen);
+
+    q->src = src;
+    q->dst = dst;
+    q->pkt = *pkt;
+    qrdma_iter_host(&q->payload, q->data, pkt->paylen);
+    if (pkt->payload) {
+        q->pkt.payload = &q->payload;
+    }
+    if (pkt->paylen) {
+        QrdmaIter saved = *pkt->payload;
+        QrdmaCopy copied = qrdma_copy(pkt->payload, &q->payload,
+                                      pkt->paylen);
+
+        *pkt->payload = saved;
+        qrdma_iter_seek(&q->payload, 0);
+        if (copied != QRDMA_COPY_OK) {
+            core->counters.pkts_dropped++;
+            trace_qrdma_fabric_lost(pkt->dqpn, pkt->opcode, pkt->psn);
+            g_free(q);
+            return;
+        }
+    }
+    if (src) {
+        src->queued++;
+        src->queued_bytes += pkt->paylen;
+    }
+    if (QSIMPLEQ_EMPTY(&fabric->queue) && !fabric->delivering) {
+        qemu_bh_schedule(fabric->bh);
+    }
+    QSIMPLEQ_INSERT_TAIL(&fabric->queue, q, next);
+}
+
+/* q leaves the queue: its sender may send again. */
+static void qrdma_fabric_unqueue(QrdmaFabric *fabric, QrdmaFabricPkt *q)
+{
+    QrdmaFabricPort *src = q->src;
+    bool was_busy;
+
+    QSIMPLEQ_REMOVE(&fabric->queue, q, QrdmaFabricPkt, next);
+    if (!src) {
+        return;
+    }
+    was_busy = qrdma_fabric_busy(src);
+    src->queued--;
+    src->queued_bytes -= q->pkt.paylen;
+    if (was_busy && !qrdma_fabric_busy(src) && src->core->dp_bh) {
+        qemu_bh_schedule(src->core->dp_bh);
+    }
+}
+
+void qrdma_fabric_deliver(QrdmaFabric *fabric, uint64_t bytes)
+{
+    QrdmaFabricPkt *q;
+
+    /* Packets queued by the engines it runs are taken by this loop. */
+    if (!fabric || fabric->delivering) {
+        return;
+    }
+    fabric->delivering = true;
+    while (bytes && (q = QSIMPLEQ_FIRST(&fabric->queue))) {
+        qrdma_fabric_unqueue(fabric, q);
+        bytes -= MIN(bytes, MAX(q->pkt.paylen, 1));
+        q->dst->rx(q->dst->core, &q->pkt);
+        g_free(q);
+    }
+    fabric->delivering = false;
+    if (!QSIMPLEQ_EMPTY(&fabric->queue)) {
+        qemu_bh_schedule(fabric->bh);
+    }
+}
+
+static void qrdma_fabric_bh(void *opaque)
+{
+    qrdma_fabric_deliver(opaque, QRDMA_FABRIC_TURN_BYTES);
+}
+
 void qrdma_fabric_leave(QrdmaFabricPort *port)
 {
-    if (port->fabric) {
-        QLIST_REMOVE(port, next);
-        port->fabric = NULL;
+    QrdmaFabric *fabric = port->fabric;
+    QrdmaFabricPkt *q, *tmp;
+
+    if (!fabric) {
+        return;
     }
+    /* What it sent and what it has still to take are lost with it. */
+    QSIMPLEQ_FOREACH_SAFE(q, &fabric->queue, next, tmp) {
+        if (q->src == port || q->dst == port) {
+            qrdma_fabric_unqueue(fabric, q);
+            g_free(q);
+        }
+    }
+    QLIST_REMOVE(port, next);
+    port->fabric = NULL;
 }
 
 bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid)
@@ -69,26 +195,10 @@ bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid)
     return false;
 }
 
-/*
- * To several receivers: each reads the payload from where the sender left
- * it, the iterator put back after every delivery.
- */
-static void qrdma_fabric_deliver(QrdmaFabricPort *port, QrdmaPkt *pkt)
-{
-    QrdmaIter saved;
-
-    if (!pkt->payload) {
-        port->rx(port->core, pkt);
-        return;
-    }
-    saved = *pkt->payload;
-    port->rx(port->core, pkt);
-    *pkt->payload = saved;
-}
-
 bool qrdma_fabric_route(QrdmaCore *core, QrdmaPkt *pkt)
 {
-    QrdmaFabric *fabric = core->port.fabric;
+    QrdmaFabricPort *src = &core->port;
+    QrdmaFabric *fabric = src->fabric;
     QrdmaFabricPort *p;
 
     if (!fabric) {
@@ -96,23 +206,48 @@ bool qrdma_fabric_route(QrdmaCore *core, QrdmaPkt *pkt)
     }
     if (qrdma_gid_is_mcast(pkt->dgid)) {
         QLIST_FOREACH(p, &fabric->members, next) {
-            qrdma_fabric_deliver(p, pkt);
+            qrdma_fabric_enqueue(fabric, core, src, p, pkt);
         }
         return false;
     }
     QLIST_FOREACH(p, &fabric->members, next) {
         if (qrdma_fabric_owns_gid(p->core, pkt->dgid)) {
-            /* One receiver: it may move the payload iterator as it reads. */
-            p->rx(p->core, pkt);
+            qrdma_fabric_enqueue(fabric, core, src, p, pkt);
             return true;
         }
     }
     return false;
 }
 
+void qrdma_fabric_requeue(QrdmaFabricPort *port, QrdmaPkt *pkt)
+{
+    qrdma_fabric_enqueue(port->fabric, port->core, NULL, port, pkt);
+}
+
 static void qrdma_fabric_init(Object *obj)
 {
-    QLIST_INIT(&QRDMA_FABRIC(obj)->members);
+    QrdmaFabric *fabric = QRDMA_FABRIC(obj);
+
+    QLIST_INIT(&fabric->members);
+    QSIMPLEQ_INIT(&fabric->queue);
+}
+
+static void qrdma_fabric_realize(DeviceState *dev, Error **errp)
+{
+    QrdmaFabric *fabric = QRDMA_FABRIC(dev);
+
+    /* No guard: the fabric has no registers to re-enter. */
+    fabric->bh = qemu_bh_new(qrdma_fabric_bh, fabric);
+}
+
+static void qrdma_fabric_unrealize(DeviceState *dev)
+{
+    QrdmaFabric *fabric = QRDMA_FABRIC(dev);
+
+    /* Its members left first: the queue holds nothing. */
+    assert(QSIMPLEQ_EMPTY(&fabric->queue));
+    qemu_bh_delete(fabric->bh);
+    fabric->bh = NULL;
 }
 
 static void qrdma_fabric_class_init(ObjectClass *oc, QrdmaClassData *data)
@@ -121,6 +256,8 @@ static void qrdma_fabric_class_init(ObjectClass *oc, QrdmaClassData *data)
 
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     dc->desc = "Loopback RDMA fabric linking qrdma functions";
+    dc->realize = qrdma_fabric_realize;
+    dc->unrealize = qrdma_fabric_unrealize;
     dc->hotpluggable = false;
 }
 

@@ -19,9 +19,18 @@ OBJECT_DECLARE_SIMPLE_TYPE(QrdmaFabric, QRDMA_FABRIC)
 /*
  * The in-process link between the functions of one QEMU: a packet from
  * one member goes to the member that owns its destination GID (to every
- * member, for a multicast GID), at once, its payload copied straight from
- * the sender's guest memory.  The wire (qrdma_wire.c) sends through it
+ * member, for a multicast GID).  The wire (qrdma_wire.c) sends through it
  * what is for a member, as a NIC loops back what is for itself.
+ *
+ * A packet is queued, its payload copied out of the sender's guest
+ * memory as it is sent (as the wire copies it into a frame), and the
+ * receiver takes it from the queue later: in the fabric's bottom half,
+ * or once the doorbell that sent it is done (qrdma_fabric_deliver()),
+ * never on the sender's stack.  So no transport engine runs inside
+ * another, and the sender's memory may change or go once the packet is
+ * on its way.  A member that has too much on the queue is busy
+ * (qrdma_fabric_busy()) and sends no more until the receivers catch up.
+ *
  * Functions link to one with their "fabric" property (-device
  * qrdma-fabric,id=f0 -device qrdma,fabric=f0), as nvme controllers link
  * to an nvme-subsys; those that name none share the machine's default
@@ -29,10 +38,16 @@ OBJECT_DECLARE_SIMPLE_TYPE(QrdmaFabric, QRDMA_FABRIC)
  * Like nvme-subsys it is a device on no bus, which cannot be unplugged
  * while functions point at it.
  */
+typedef struct QrdmaFabricPkt QrdmaFabricPkt;
+
 struct QrdmaFabric {
     DeviceState parent_obj;
 
     QLIST_HEAD(, QrdmaFabricPort) members;
+    /* Sent and not yet taken, in the order they were sent. */
+    QSIMPLEQ_HEAD(, QrdmaFabricPkt) queue;
+    QEMUBH *bh;
+    bool delivering;
 };
 
 /* A function's place on a fabric. */
@@ -40,6 +55,9 @@ typedef struct QrdmaFabricPort {
     QrdmaFabric *fabric;
     QrdmaCore *core;
     QrdmaRxFn *rx;
+    /* Its packets on the queue, and their payload bytes. */
+    uint32_t queued;
+    uint64_t queued_bytes;
     QLIST_ENTRY(QrdmaFabricPort) next;
 } QrdmaFabricPort;
 
@@ -49,11 +67,28 @@ void qrdma_fabric_join(QrdmaFabric *fabric, QrdmaFabricPort *port,
 void qrdma_fabric_leave(QrdmaFabricPort *port);
 
 /*
- * Deliver a packet to the member that owns its destination GID; true if
- * one did.  A multicast packet goes to every member, and false returns:
- * the wire may have members of the group too.
+ * Queue a packet for the member that owns its destination GID; true if
+ * one does.  A multicast packet is queued for every member, and false
+ * returns: the wire may have members of the group too.  pkt->payload is
+ * left where it was.
  */
 bool qrdma_fabric_route(QrdmaCore *core, QrdmaPkt *pkt);
+
+/*
+ * Queue a packet for port itself, to be taken later: a packet that came
+ * in while an engine of its QP was running (qrdma_dp.c).
+ */
+void qrdma_fabric_requeue(QrdmaFabricPort *port, QrdmaPkt *pkt);
+
+/*
+ * Deliver queued packets, about bytes of payload, in order; the engines
+ * that take them may queue more, which follow in the same run.  What is
+ * left goes on in the fabric's bottom half.
+ */
+void qrdma_fabric_deliver(QrdmaFabric *fabric, uint64_t bytes);
+
+/* Whether port has as much on the queue as it may: it sends no more. */
+bool qrdma_fabric_busy(const QrdmaFabricPort *port);
 
 /* Whether gid is in core's GID table. */
 bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid);

@@ -13,6 +13,7 @@
 #include "qrdma_cq.h"
 #include "qrdma_srq.h"
 #include "qrdma_qp.h"
+#include "qrdma_dp.h"
 #include "qrdma_err.h"
 #include "trace.h"
 
@@ -762,4 +763,38 @@ void qrdma_qp_free(QrdmaCore *core, QrdmaQp *qp)
     qrdma_pages_free(&qp->sq);
     qrdma_pages_free(&qp->rq);
     qrdma_table_free(&core->qp_table, qp - core->qp);
+}
+
+/* The data path */
+
+void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
+                  struct qrdma_cqe *cqe, bool solicited)
+{
+    /*
+     * A completion the CQ cannot take (overrun): the QP can no longer
+     * report its work, a catastrophic error of the QP.  It goes to ERR at
+     * once; a flush would have nowhere to go.
+     */
+    if (!qrdma_cq_push(core, recv ? qp->recv_cq : qp->send_cq, cqe,
+                       solicited) && !qp->fatal) {
+        qp->fatal = true;
+        qp->state = QRDMA_QPS_ERR;
+        trace_qrdma_qp_error(qp->qpn, qp->state);
+        qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
+    }
+}
+
+void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only)
+{
+    uint8_t from = qp->state;
+
+    /*
+     * SQE is a way down from RTS only: a QP already in ERR (a fatal one
+     * whose completion was just lost, say) stays there, or a move SQE ->
+     * RTS would revive it.
+     */
+    qp->state = sq_only && from != QRDMA_QPS_ERR ? QRDMA_QPS_SQE :
+                QRDMA_QPS_ERR;
+    trace_qrdma_qp_error(qp->qpn, qp->state);
+    qrdma_dp_qp_modified(core, qp, from);
 }

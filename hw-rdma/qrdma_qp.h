@@ -45,4 +45,13 @@ uint8_t qrdma_qp_destroy_check(QrdmaCore *core, uint32_t uctx, uint32_t qpn,
                                QrdmaQp **qp);
 void qrdma_qp_free(QrdmaCore *core, QrdmaQp *qp);
 
+/*
+ * For the data path: an error of the QP moves it to ERR (SQE for the send
+ * queue of UC and UD, sq_only), and its queues are flushed.
+ */
+void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only);
+/* A completion of qp; a CQ that cannot take it makes the QP fatal. */
+void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
+                  struct qrdma_cqe *cqe, bool solicited);
+
 #endif /* HW_RDMA_QRDMA_QP_H */

@@ -125,7 +125,7 @@ static uint8_t qrdma_req_ud_addr(QrdmaCore *core, QrdmaQp *qp,
     if (len > QRDMA_UD_MTU) {
         return QRDMA_WC_LOC_LEN_ERR;
     }
-    qrdma_dp_pkt_path(core, &core->ah[ah].av, pkt);
+    qrdma_av_pkt_path(core, &core->ah[ah].av, pkt);
     /* IB: a Q_Key with the high bit set means the QP's own. */
     pkt->qkey = qkey & 0x80000000u ? le32_to_cpu(qp->attr.qkey) : qkey;
     pkt->sqpn = qp->qpn;
@@ -199,11 +199,13 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
         qp->req.waiting = true;
         if (qp->req.unacked) {
             /*
-             * No ACK was asked for the WQEs before it: they go again,
-             * each asking for one (the responder answers duplicates).
+             * No ACK was asked for the packets before it: the last goes
+             * again, asking for one.  The responder answers the
+             * duplicate with what it has taken, and an ACK is
+             * cumulative: it covers them all.
              */
             qp->req.ack_all = true;
-            qrdma_req_rewind(qp);
+            qrdma_req_rewind_to(qp, (qp->req.psn - 1) & QRDMA_PSN_MASK);
             return true;
         }
         return false;
@@ -224,8 +226,7 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
  * its PSNs: a responder much slower than the requester (a
  * software RoCE in a VM) would otherwise get more than it answers within
  * the ACK timeout, and every retry would send it all again.  It also
- * bounds what a retry sends again.  Answers on the loopback come back
- * at once, so there the window stays open.
+ * bounds what a retry sends again.
  */
 #define QRDMA_REQ_WINDOW 128
 
@@ -277,7 +278,7 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
         }
         paylen = c->len;
     } else {
-        qrdma_dp_pkt_path(core, &qp->attr.av, &pkt);
+        qrdma_av_pkt_path(core, &qp->attr.av, &pkt);
         pkt.dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
         if (wqe->opcode == QRDMA_WR_RDMA_READ) {
             psns = qrdma_req_read_psns(left, mtu);
@@ -321,10 +322,6 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
         pkt.payload = &c->local;
     }
 
-    /*
-     * The QP's progress moves before the packet leaves: on the loopback
-     * its answer comes back before qrdma_dp_xmit returns.
-     */
     qp->req.psn = (qp->req.psn + psns) & QRDMA_PSN_MASK;
     if (qrdma_psn_diff(qp->req.psn, qp->req.psn_hi) > 0) {
         qp->req.psn_hi = qp->req.psn;
@@ -339,7 +336,7 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
             signaled = qrdma_comp_take_unacked(core, qp, &cqe);
         }
     }
-    qrdma_dp_xmit(core, qp, &pkt);
+    qrdma_xmit(core, qp, &pkt);
     if (signaled) {
         qrdma_qp_cqe(core, qp, false, &cqe, false);
     }
@@ -416,12 +413,8 @@ void qrdma_req_rewind_to(QrdmaQp *qp, uint32_t psn)
     }
 }
 
-/*
- * Send packets of qp's WQEs, at most budget WQEs and about *bytes of
- * payload (reduced by what went): it stops between packets.
- */
-void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
-                   uint64_t *bytes)
+static void qrdma_req_turn(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
+                           uint64_t *bytes)
 {
     while (budget && *bytes && qp->state == QRDMA_QPS_RTS &&
            !qp->comp.rnr_wait && qp->req.idx != qp->sq_pi &&
@@ -467,4 +460,16 @@ void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
             budget--;
         }
     }
+}
+
+/*
+ * Send packets of qp's WQEs, at most budget WQEs and about *bytes of
+ * payload (reduced by what went): it stops between packets.
+ */
+void qrdma_req_run(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
+                   uint64_t *bytes)
+{
+    qrdma_engine_enter(qp, QRDMA_ENGINE_REQ);
+    qrdma_req_turn(core, qp, budget, bytes);
+    qrdma_engine_leave(qp, QRDMA_ENGINE_REQ);
 }

@@ -330,7 +330,7 @@ static void qrdma_resp_answer(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *out,
     out->pkey = 0xffff;
     out->dqpn = le32_to_cpu(qp->attr.dest_qp_num) & QRDMA_PSN_MASK;
     out->psn = psn & QRDMA_PSN_MASK;
-    qrdma_dp_pkt_path(core, &qp->attr.av, out);
+    qrdma_av_pkt_path(core, &qp->attr.av, out);
     out->msn = qp->resp.msn & QRDMA_PSN_MASK;
 }
 
@@ -341,7 +341,7 @@ static void qrdma_resp_ack(QrdmaCore *core, QrdmaQp *qp, uint32_t psn,
 
     qrdma_resp_answer(core, qp, &out, QRDMA_OP_ACK, psn);
     out.syndrome = syndrome;
-    qrdma_dp_xmit(core, qp, &out);
+    qrdma_xmit(core, qp, &out);
 }
 
 /*
@@ -376,7 +376,7 @@ static void qrdma_resp_empty_read_resp(QrdmaCore *core, QrdmaQp *qp,
 
     qrdma_resp_answer(core, qp, &out, QRDMA_OP_READ_RESP_ONLY, psn);
     out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
-    qrdma_dp_xmit(core, qp, &out);
+    qrdma_xmit(core, qp, &out);
 }
 
 /*
@@ -575,11 +575,7 @@ static void qrdma_resp_answer_turn(QrdmaCore *core, QrdmaQp *qp,
         qrdma_iter_seek(&src, (uint64_t)i * mtu);
         a->next += k;
         *bytes -= MIN(*bytes, MAX(out.paylen, 1));
-        qrdma_dp_xmit(core, qp, &out);
-        if (!a->active) {
-            /* The QP left service under the send (its own loopback). */
-            return;
-        }
+        qrdma_xmit(core, qp, &out);
     }
     if (a->next == a->npkts) {
         a->active = false;
@@ -626,7 +622,7 @@ static void qrdma_resp_atomic_ack(QrdmaCore *core, QrdmaQp *qp,
     qrdma_resp_answer(core, qp, &out, QRDMA_OP_ATOMIC_ACK, res->psn);
     out.syndrome = QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS;
     out.orig = res->orig;
-    qrdma_dp_xmit(core, qp, &out);
+    qrdma_xmit(core, qp, &out);
 }
 
 static QrdmaRxResult qrdma_resp_atomic(QrdmaCore *core, QrdmaQp *qp,
@@ -1069,7 +1065,7 @@ static void qrdma_resp_hold(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
     qrdma_iter_host(&dst, h->data, pkt->paylen);
     if (pkt->paylen &&
         qrdma_copy(pkt->payload, &dst, pkt->paylen) != QRDMA_COPY_OK) {
-        /* The sender's memory went away under the packet (loopback). */
+        /* A payload that cannot be read: the packet is lost. */
         g_free(h);
         core->counters.pkts_dropped++;
         return;
@@ -1095,7 +1091,8 @@ static QrdmaHeldPkt *qrdma_resp_unhold(QrdmaCore *core, QrdmaQp *qp)
     return h;
 }
 
-void qrdma_resp_run(QrdmaCore *core, QrdmaQp *qp, uint64_t bytes)
+/* The READ being answered, then the requests held while it was. */
+static void qrdma_resp_turn(QrdmaCore *core, QrdmaQp *qp, uint64_t bytes)
 {
     QrdmaHeldPkt *h;
 
@@ -1121,6 +1118,13 @@ void qrdma_resp_run(QrdmaCore *core, QrdmaQp *qp, uint64_t bytes)
     }
 }
 
+void qrdma_resp_run(QrdmaCore *core, QrdmaQp *qp, uint64_t bytes)
+{
+    qrdma_engine_enter(qp, QRDMA_ENGINE_RESP);
+    qrdma_resp_turn(core, qp, bytes);
+    qrdma_engine_leave(qp, QRDMA_ENGINE_RESP);
+}
+
 void qrdma_resp_release(QrdmaCore *core, QrdmaQp *qp)
 {
     QrdmaHeldPkt *h;
@@ -1140,12 +1144,14 @@ void qrdma_resp_release(QrdmaCore *core, QrdmaQp *qp)
 
 void qrdma_resp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
+    qrdma_engine_enter(qp, QRDMA_ENGINE_RESP);
     if (qp->resp.answer.active || !QSIMPLEQ_EMPTY(&qp->resp.held)) {
         qrdma_resp_hold(core, qp, pkt);
-        return;
+    } else {
+        qrdma_resp_take(core, qp, pkt);
+        if (qp->resp.answer.active) {
+            qrdma_resp_turn(core, qp, QRDMA_RESP_INLINE_BYTES);
+        }
     }
-    qrdma_resp_take(core, qp, pkt);
-    if (qp->resp.answer.active) {
-        qrdma_resp_run(core, qp, QRDMA_RESP_INLINE_BYTES);
-    }
+    qrdma_engine_leave(qp, QRDMA_ENGINE_RESP);
 }

@@ -18,6 +18,7 @@
 #include "net/eth.h"
 #include "net/net.h"
 #include "qrdma.h"
+#include "qrdma_dp.h"
 #include "qrdma_roce.h"
 #include "qrdma_wire.h"
 #include "trace.h"
@@ -71,7 +72,8 @@ static void qrdma_wire_sent(NetClientState *nc, ssize_t len)
 
 static bool qrdma_wire_busy(QrdmaCore *core)
 {
-    return core->wire_queued >= QRDMA_WIRE_QUEUE_MAX;
+    return core->wire_queued >= QRDMA_WIRE_QUEUE_MAX ||
+           qrdma_fabric_busy(&core->port);
 }
 
 static void qrdma_wire_frame(QrdmaCore *core, NetClientState *nc,
@@ -146,12 +148,23 @@ const QrdmaTransportOps qrdma_wire_ops = {
     .name = "wire",
     /*
      * The engines hand over bursts as large as the loopback takes; the
-     * wire cuts them into frames, the payload read once, into the frame.
+     * wire cuts them into frames, the payload read once, into the frame,
+     * as the loopback reads it once into the packet it queues.
      */
     .max_burst = 1 * MiB,
     .xmit = qrdma_wire_xmit,
     .busy = qrdma_wire_busy,
 };
+
+void qrdma_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
+{
+    pkt->lqpn = qp->qpn;
+    pkt->mtu = qrdma_qp_mtu(qp);
+    core->counters.pkts_sent += pkt->npkts;
+    trace_qrdma_pkt_xmit(qp->qpn, pkt->dqpn, pkt->opcode, pkt->psn,
+                         pkt->paylen);
+    core->xport->xmit(core, pkt);
+}
 
 /* A frame for this port's MAC, or for a group. */
 static bool qrdma_wire_for_us(QrdmaCore *core, const uint8_t *buf)

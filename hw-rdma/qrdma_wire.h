@@ -18,6 +18,10 @@
  */
 extern const QrdmaTransportOps qrdma_wire_ops;
 
+/* A packet of qp's, to the transport; it is counted and traced here. */
+typedef struct QrdmaQp QrdmaQp;
+void qrdma_xmit(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
+
 /*
  * A frame the netdev brought: true if it was a RoCEv2 frame for this
  * port, taken in (or dropped and counted if bad); false if it is for the

@@ -20,8 +20,9 @@ typedef struct QrdmaCore QrdmaCore;
  * takes it in through the receive function it joined with; a packet it
  * cannot deliver is lost, as on a wire, and the engines' timers recover.
  * The payload iterator is the sender's, positioned at the packet's first
- * byte; the receiver moves it as it reads, and the sender positions it
- * again for each packet.
+ * byte, and valid only in the call: a transport reads the payload before
+ * it returns, and the receiver takes the packet later, never inside the
+ * sender's call (qrdma_dp.h: the engines), reading the transport's copy.
  */
 typedef struct QrdmaTransportOps {
     const char *name;

@@ -9,7 +9,8 @@
  * the value that breaks it.  These throw seeded random input at the same
  * interfaces: commands whose bytes are random but for a few fields set to
  * values the device will find valid (handles it gave out, RAM addresses,
- * edge sizes), and random register writes.  Under ASan and UBSan that is a
+ * edge sizes), random register writes, and on the data path WQEs and
+ * frames from the wire made the same way.  Under ASan and UBSan that is a
  * search for what no targeted test thought of; what the tests assert is
  * the contract for any input: every command completes with a status of
  * the spec, and the device still works afterwards.
@@ -22,7 +23,7 @@
 #include "qemu/module.h"
 #include "libqtest.h"
 #include "libqos/libqos-malloc.h"
-#include "qrdma-qos.h"
+#include "qrdma-dp.h"
 
 #define FUZZ_ITERS 1500
 /* Scratch pages for the addresses the commands carry. */
@@ -266,10 +267,304 @@ static void test_fuzz_registers(void *obj, void *data, QGuestAllocator *alloc)
     g_rand_free(f.rand);
 }
 
+/* The frame counters of e: every frame it takes lands in one of them. */
+static uint64_t wire_frames_counted(QrdmaDpEnv *e)
+{
+    return qrdma_t_qom_get(&e->t, "pkts-rcvd") +
+           qrdma_t_qom_get(&e->t, "icrc-errors") +
+           qrdma_t_qom_get(&e->t, "wire-malformed") +
+           qrdma_t_qom_get(&e->t, "eth-rx-frames") +
+           qrdma_t_qom_get(&e->t, "eth-rx-dropped");
+}
+
+/* Waits up to 2 s for e to have counted want frames since before. */
+static void wire_expect_frames(QrdmaDpEnv *e, uint64_t before, uint64_t want)
+{
+    int i;
+
+    for (i = 0; i < 200 && wire_frames_counted(e) - before != want; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(wire_frames_counted(e) - before, ==, want);
+}
+
+/* Takes every CQE there is, so that the CQ never overflows. */
+static void drain_cq(QrdmaDpEnv *e)
+{
+    struct qrdma_cqe cqe;
+
+    while (qrdma_dp_poll_cq(e, &e->cq, &cqe)) {
+        g_assert_cmpuint(cqe.status, <=, QRDMA_WC_GENERAL_ERR);
+    }
+}
+
+/*
+ * One frame made from a good one: bits flipped anywhere; or cut short;
+ * or, with its headers made consistent again and a good ICRC, so that
+ * it reaches the engines, a random opcode, PSN near the expected, or
+ * RETH / AtomicETH / AETH bytes, and a payload of another length.
+ */
+static size_t wire_mutate(GRand *r, const uint8_t *good, size_t len,
+                          uint8_t *f)
+{
+    size_t n = len;
+    int k;
+
+    memcpy(f, good, len);
+    switch (g_rand_int_range(r, 0, 4)) {
+    case 0:
+        for (k = g_rand_int_range(r, 1, 9); k > 0; k--) {
+            f[g_rand_int_range(r, 0, n)] ^= 1 << g_rand_int_range(r, 0, 8);
+        }
+        return n;
+    case 1:
+        return g_rand_int_range(r, 1, n);
+    case 2:
+        f[QRDMA_DP_WIRE_BTH] = g_rand_int_range(r, 0, 256);
+        f[QRDMA_DP_WIRE_BTH + 1] &= 0xf0;
+        break;
+    default:
+        for (k = g_rand_int_range(r, 1, 6); k > 0; k--) {
+            f[QRDMA_DP_WIRE_BTH + 8 + g_rand_int_range(r, 0, 32)] =
+                g_rand_int_range(r, 0, 256);
+        }
+        if (g_rand_boolean(r)) {
+            n = MIN(MAX(QRDMA_DP_WIRE_BTH + 16,
+                        n + g_rand_int_range(r, -64, 65)),
+                    (size_t)QRDMA_DP_WIRE_FRAME_MAX);
+            memset(f + len, 0x5a, n > len ? n - len : 0);
+        }
+        break;
+    }
+    qrdma_dp_wire_fix(f, n);
+    return n;
+}
+
+/*
+ * Hostile frames at a device with live QPs (issue: wire input is
+ * hostile): frames of every kind its peer sent, mutated (QRDMA_FUZZ_SEED
+ * replays a run), go to qrdma1 while its QPs work.  Every frame is
+ * counted exactly once, as a packet, a drop for its headers or ICRC, or
+ * one for the Ethernet function; nothing crashes or trips the sanitizers;
+ * and a new pair of QPs still moves data across.
+ */
+static void test_fuzz_wire_frames(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    enum { MAX_GOOD = 64 };
+    int *sv = data;
+    static uint8_t good[MAX_GOOD][QRDMA_DP_WIRE_FRAME_MAX];
+    size_t good_len[MAX_GOOD], n;
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[64];
+    unsigned ngood = 0, i, iters;
+    struct qrdma_sq_wqe w;
+    uint64_t before;
+    QQrdma q1;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b, c, d;
+    GRand *r;
+
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.path_mtu = e1.path_mtu = 1;
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+
+    /* the good frames: SEND, WRITE, READ, atomics, passed on as they go */
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data, 4096, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 700, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE_WITH_IMM, e0.data, 600,
+                         e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 8192);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb2, e1.data, 4096, e1.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data + 4096, 600,
+                         e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 8192);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e0.data + 8192, 8,
+                         e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 3);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    for (i = 0; i < 8 && ngood < MAX_GOOD; i++) {
+        while (ngood < MAX_GOOD &&
+               (n = qrdma_dp_wire_recv(sv[0], good[ngood])) != 0) {
+            qrdma_dp_wire_send(sv[2], good[ngood], n);
+            good_len[ngood++] = n;
+        }
+        qrdma_dp_relay(sv[2], sv[0], G_N_ELEMENTS(ops), ops);
+    }
+    g_assert_cmpuint(ngood, >=, 8);
+
+    r = qrdma_t_fuzz_rand();
+    iters = qrdma_t_fuzz_iters(3000);
+    qrdma_dp_post_recv(&e1, &b, 0xb3, e1.data, 4096, e1.lkey);
+    before = wire_frames_counted(&e1);
+    for (i = 0; i < iters; i++) {
+        unsigned g = g_rand_int_range(r, 0, ngood);
+
+        n = wire_mutate(r, good[g], good_len[g], f);
+        qrdma_dp_wire_send(sv[2], f, n);
+        /* what qrdma1 answers goes nowhere: the test drops it */
+        if (i % 64 == 63) {
+            wire_expect_frames(&e1, before, i + 1);
+            qrdma_dp_wire_drain(sv[2]);
+            drain_cq(&e1);
+        }
+    }
+    wire_expect_frames(&e1, before, iters);
+    g_test_message("%u frames: %" PRIu64 " packets, %" PRIu64 " ICRC, %"
+                   PRIu64 " malformed", iters,
+                   qrdma_t_qom_get(&e1.t, "pkts-rcvd"),
+                   qrdma_t_qom_get(&e1.t, "icrc-errors"),
+                   qrdma_t_qom_get(&e1.t, "wire-malformed"));
+
+    /* the devices still work: a new pair of QPs, data across */
+    qrdma_dp_wire_drain(sv[0]);
+    qrdma_dp_wire_drain(sv[2]);
+    drain_cq(&e0);
+    drain_cq(&e1);
+    qrdma_dp_connect_rc(&e0, &c, &e1, &d, true);
+    qrdma_dp_write_data(&e0, 4096 * 5, "still here");
+    qrdma_dp_post_recv(&e1, &d, 0xd1, e1.data + 4096 * 6, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xc1, QRDMA_WR_SEND, e0.data + 4096 * 5, 11, e0.lkey);
+    qrdma_dp_post_send(&e0, &c, &w);
+    qrdma_dp_relay(sv[0], sv[2], 1, ops);
+    qrdma_dp_relay(sv[2], sv[0], 1, ops);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xd1, d.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xc1, c.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 4096 * 6, "still here");
+    g_rand_free(r);
+}
+
+/*
+ * Seeded random WQEs (QRDMA_FUZZ_SEED replays one run): bytes at random,
+ * then opcode, flags, SGE count, keys and addresses set near the valid
+ * ones, on RC and UC pairs, with random receive WQEs on the other
+ * side.  For any of them the contract holds: what completes does so with
+ * a status of the spec, both QPs still destroy, the device stays ready,
+ * and a reset frees everything.
+ */
+static uint64_t fuzz_near(GRand *r, QrdmaDpEnv *e, uint64_t valid)
+{
+    switch (g_rand_int_range(r, 0, 16)) {
+    case 0:
+        return (uint64_t)g_rand_int(r) << 32 | g_rand_int(r);
+    case 1:
+        return valid + g_rand_int_range(r, -64, 64);
+    case 2:
+        return e->data + g_rand_int_range(r, 0,
+                                          QRDMA_DP_DATA_PAGES * 4096 + 64);
+    default:
+        return valid;
+    }
+}
+
+static void fuzz_sq_wqe(GRand *r, QrdmaDpEnv *e, uint8_t *slot)
+{
+    static const uint8_t ops[] = {
+        QRDMA_WR_RDMA_WRITE, QRDMA_WR_RDMA_WRITE_WITH_IMM, QRDMA_WR_SEND,
+        QRDMA_WR_SEND_WITH_IMM, QRDMA_WR_RDMA_READ,
+        QRDMA_WR_ATOMIC_CMP_AND_SWP, QRDMA_WR_ATOMIC_FETCH_AND_ADD,
+        QRDMA_WR_LOCAL_INV, QRDMA_WR_BIND_MW, QRDMA_WR_SEND_WITH_INV,
+        QRDMA_WR_FLUSH, QRDMA_WR_ATOMIC_WRITE, QRDMA_WR_REG_MR,
+    };
+    struct qrdma_sq_wqe *w = (struct qrdma_sq_wqe *)slot;
+    unsigned i;
+
+    /*
+     * An error ends the QP's run (the rest is flushed): most WQEs start
+     * from zeros with fields near the valid ones, to get past the first.
+     */
+    memset(slot, 0, QRDMA_SQ_WQE_SIZE);
+    for (i = 0; !g_rand_int_range(r, 0, 8) && i < QRDMA_SQ_WQE_SIZE;) {
+        uint32_t v = g_rand_int(r);
+
+        memcpy(slot + i, &v, 4);
+        i += 4;
+    }
+    w->wr_id = g_rand_int(r);
+    w->opcode = g_rand_int_range(r, 0, 16) ?
+                ops[g_rand_int_range(r, 0, G_N_ELEMENTS(ops))] : g_rand_int(r);
+    w->flags = g_rand_int_range(r, 0, 8) ? QRDMA_WQE_F_SIGNALED :
+               g_rand_int(r);
+    w->num_sge = g_rand_int_range(r, 0, 8) ? 1 : g_rand_int_range(r, 0, 40);
+    w->imm_data = g_rand_int(r);
+    if (w->flags & QRDMA_WQE_F_INLINE) {
+        w->inline_len = cpu_to_le32(fuzz_near(r, e, 32));
+    }
+    for (i = 0; i < 3; i++) {
+        w->sge[i].addr = cpu_to_le64(fuzz_near(r, e, e->data + i * 4096));
+        w->sge[i].length = cpu_to_le32(fuzz_near(r, e, 64));
+        w->sge[i].lkey = cpu_to_le32(fuzz_near(r, e, e->lkey));
+    }
+    w->rdma.remote_addr = cpu_to_le64(fuzz_near(r, e, e->data + 8192));
+    w->rdma.rkey = cpu_to_le32(fuzz_near(r, e, e->rkey));
+}
+
+static void test_fuzz_wqes(void *obj, void *data, QGuestAllocator *alloc)
+{
+    /* UD's own checks (AH, Q_Key) have their targeted tests. */
+    static const uint8_t types[] = { QRDMA_QPT_RC, QRDMA_QPT_UC };
+    GRand *r;
+    unsigned round, i, cqes = 0, failed = 0;
+    uint8_t slot[QRDMA_SQ_WQE_SIZE];
+    struct qrdma_cqe cqe;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    r = qrdma_t_fuzz_rand();
+    for (round = 0; round < 32; round++) {
+        /* rnr_retry 0: a send without a receive fails rather than waits. */
+        qrdma_dp_pair(&e, &a, &b, types[round % G_N_ELEMENTS(types)], 0);
+        for (i = 0; i < 8; i++) {
+            qrdma_dp_post_recv(&e, &b, i, fuzz_near(r, &e, e.data + i * 512),
+                               fuzz_near(r, &e, 512), fuzz_near(r, &e, e.lkey));
+        }
+        for (i = 0; i < 8; i++) {
+            fuzz_sq_wqe(r, &e, slot);
+            qtest_memwrite(e.t.qts, a.sq + (a.sq_pi % 16) * QRDMA_SQ_WQE_SIZE,
+                           slot, sizeof(slot));
+            a.sq_pi++;
+            qrdma_dp_ring_db(&e, QRDMA_DB_SQ, a.qpn, a.sq_pi);
+        }
+        while (qrdma_dp_poll_cq(&e, &e.cq, &cqe)) {
+            cqes++;
+            failed += cqe.status != QRDMA_WC_SUCCESS;
+            g_assert_cmpuint(cqe.status, <=, QRDMA_WC_GENERAL_ERR);
+        }
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0,
+                                         a.qpn), ==, QRDMA_STATUS_OK);
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0,
+                                         b.qpn), ==, QRDMA_STATUS_OK);
+        g_assert_cmphex(qrdma_t_readl(&e.t, QRDMA_REG_DEV_STATUS), ==,
+                        QRDMA_DEV_STATUS_READY);
+    }
+    g_test_message("%u CQEs, %u of them errors", cqes, failed);
+    g_assert_cmpuint(cqes, >, 0);
+    qrdma_t_writel(&e.t, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "resources"), ==, 0);
+    g_rand_free(r);
+}
+
 static void qrdma_fuzz_register_nodes(void)
 {
+    QOSGraphTestOptions relay_opts = {
+        .before = qrdma_dp_relay_setup,
+        .edge.extra_device_opts = "netdev=w0,mac=" QRDMA_DP_WIRE_MAC0,
+    };
+
     qos_add_test("fuzz/commands", QRDMA_NODE_FUZZ, test_fuzz_commands, NULL);
     qos_add_test("fuzz/registers", QRDMA_NODE_FUZZ, test_fuzz_registers, NULL);
+    /* The data path's, on its node, where their paths have always been. */
+    qos_add_test("fuzz/wire-frames", QRDMA_NODE_DP, test_fuzz_wire_frames,
+                 &relay_opts);
+    qos_add_test("fuzz/wqes", QRDMA_NODE_DP, test_fuzz_wqes, NULL);
 }
 
 libqos_init(qrdma_fuzz_register_nodes);
