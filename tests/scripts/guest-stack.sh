@@ -33,12 +33,6 @@ run_one() {
         -device qrdma,bus=rp0 >"$QRDMA_ROOT/build/vm-out/$name.tap" 2>&1
 }
 
-# counts SCRIPT: "N passed, N skipped" of its TAP.
-counts() {
-    local tap=$QRDMA_ROOT/build/vm-out/$1-$STACK.tap
-    printf '%s passed, %s skipped' "$(grep -c '^ok ' "$tap")" "$(grep -c '^ok .*# SKIP' "$tap")"
-}
-
 # install_guest: the host's packages, the stack's QEMU, and its guest with
 # qrdma in it (install-guest builds what goes in), all incremental, on a
 # fresh clone as on one that built them; the output in the log.
@@ -57,7 +51,7 @@ echo "# stack $STACK: Linux $KVER"
 check "the guest of $STACK with qrdma (install-guest)" install_guest || { tap_end; exit; }
 for s in "${TESTS[@]}"; do
     check "$s on $STACK" run_one "$s"
-    echo "# $s on $STACK: $(counts "$s")"
+    echo "# $s on $STACK: $(tap_counts "$QRDMA_ROOT/build/vm-out/$s-$STACK.tap")"
     grep '^not ok' "$QRDMA_ROOT/build/vm-out/$s-$STACK.tap" | sed 's/^/# /'
 done
 tap_end

@@ -25,3 +25,13 @@ tap_end() {
     echo "1..$TAP_N"
     [ "$TAP_FAILED" -eq 0 ]
 }
+
+# tap_counts FILE: "N passed, N skipped, N failed" of a TAP stream, a
+# skipped test (ok ... # SKIP) counted as skipped only.
+tap_counts() {
+    local ok skip notok
+    ok=$(grep -c '^ok ' "$1")
+    skip=$(grep -c '^ok .*# SKIP' "$1")
+    notok=$(grep -c '^not ok ' "$1")
+    printf '%s passed, %s skipped, %s failed' "$((ok - skip))" "$skip" "$notok"
+}

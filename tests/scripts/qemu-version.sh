@@ -58,21 +58,15 @@ wire_pair() {
         --name "wire-qrdma-qrdma-qemu$1" wire-pair.sh >"$TAP_DETAILS" 2>&1
 }
 
-# counts TAP: "N passed, N skipped, N failed" of a TAP file.
-counts() {
-    printf '%s passed, %s skipped, %s failed' "$(grep -c '^ok ' "$1")" \
-        "$(grep -c '^ok .*# SKIP' "$1")" "$(grep -c '^not ok ' "$1")"
-}
-
 mkdir -p "$QRDMA_ROOT/build/vm-out" "$QRDMA_ROOT/build/logs"
 check "QEMU $v with qrdma: plain and ASan+UBSan builds" build_qemu "$v"
 check "the guest image with qrdma, booted on QEMU $v if new" guest "$v"
 check "qtests on QEMU $v under ASan+UBSan" qtests "$v"
-echo "# qtests on QEMU $v: $(counts "$QRDMA_ROOT/build/vm-out/qtests-qemu$v.tap")"
+echo "# qtests on QEMU $v: $(tap_counts "$QRDMA_ROOT/build/vm-out/qtests-qemu$v.tap")"
 for s in driver-load provider-clients; do
     check "$s on QEMU $v" vm_test "$v" "$s"
-    echo "# $s on QEMU $v: $(counts "$QRDMA_ROOT/build/vm-out/$s-qemu$v.tap")"
+    echo "# $s on QEMU $v: $(tap_counts "$QRDMA_ROOT/build/vm-out/$s-qemu$v.tap")"
 done
 check "wire-pair qrdma-qrdma on QEMU $v" wire_pair "$v"
-echo "# wire-pair qrdma-qrdma on QEMU $v: $(counts "$QRDMA_ROOT/build/vm-out/wire-qrdma-qrdma-qemu$v.tap")"
+echo "# wire-pair qrdma-qrdma on QEMU $v: $(tap_counts "$QRDMA_ROOT/build/vm-out/wire-qrdma-qrdma-qemu$v.tap")"
 tap_end
