@@ -187,14 +187,41 @@ static void qrdma_dp_rx(QrdmaCore *core, QrdmaPkt *pkt)
  * Run up to budget WQEs of qp, moving at most bytes; what is left waits
  * for the bottom half.  Returns whether it stopped for the byte budget.
  */
+/*
+ * A turn of a QP goes in rounds: the requester sends until its window,
+ * the responder's resources or the loopback's queue are full, then what
+ * is on the loopback's queue is taken and answered, and the requester
+ * goes on from what the answers freed.  Without them a message to this
+ * QEMU would move a window per run of the main loop.  Bounded, so that a
+ * turn stays a turn.
+ */
+#define QRDMA_TURN_ROUNDS 16
+#define QRDMA_ROUND_FABRIC_BYTES (4 * MiB)
+
 static bool qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
                              uint64_t bytes)
 {
+    QrdmaFabric *fabric = core->port.fabric;
+    int round;
+
     if (qp->state == QRDMA_QPS_ERR || qp->state == QRDMA_QPS_SQE) {
         qrdma_comp_flush_sq(core, qp);
         return false;
     }
-    qrdma_req_run(core, qp, budget, &bytes);
+    for (round = 1; ; round++) {
+        qrdma_req_run(core, qp, budget, &bytes);
+        if (round == QRDMA_TURN_ROUNDS || !bytes ||
+            qp->state != QRDMA_QPS_RTS || qp->req.idx == qp->sq_pi ||
+            !(qp->req.waiting || qrdma_dp_xport_busy(core)) ||
+            !qrdma_fabric_pending(fabric)) {
+            break;
+        }
+        qrdma_fabric_deliver(fabric, QRDMA_ROUND_FABRIC_BYTES);
+        if (qp->req.waiting) {
+            /* What it waits for did not come back: the completer calls. */
+            break;
+        }
+    }
     if (qp->req.idx != qp->sq_pi && qp->state == QRDMA_QPS_RTS &&
         !qp->comp.rnr_wait && !qp->queued && !qp->req.waiting) {
         /* More than its turn's worth: come back later, others go first. */

@@ -71,6 +71,11 @@ struct QrdmaFabricPkt {
     uint8_t data[];
 };
 
+bool qrdma_fabric_pending(const QrdmaFabric *fabric)
+{
+    return fabric && !QSIMPLEQ_EMPTY(&fabric->queue);
+}
+
 bool qrdma_fabric_busy(const QrdmaFabricPort *port)
 {
     return port->queued >= QRDMA_FABRIC_PORT_PKTS ||

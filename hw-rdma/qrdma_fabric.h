@@ -87,6 +87,9 @@ void qrdma_fabric_requeue(QrdmaFabricPort *port, QrdmaPkt *pkt);
  */
 void qrdma_fabric_deliver(QrdmaFabric *fabric, uint64_t bytes);
 
+/* Whether packets wait on the queue. */
+bool qrdma_fabric_pending(const QrdmaFabric *fabric);
+
 /* Whether port has as much on the queue as it may: it sends no more. */
 bool qrdma_fabric_busy(const QrdmaFabricPort *port);
 
