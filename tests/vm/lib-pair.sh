@@ -33,10 +33,6 @@
 #   pair_barrier NAME TIMEOUT  both sides reach NAME
 #   pair_is a|b                the role test, for a half that differs
 #   pair_arg NAME [DEFAULT]    qrdma.NAME of the kernel command line
-#   pair_host ACTION           the host acts on the peer's VM through QMP:
-#                              quit (it dies at once), system_reset, or
-#                              start (boots again one that quit, with
-#                              qrdma.life one more); waits for it to be done
 #
 # The tests run in lock step: pair_run_test NAME, on both sides, meets the
 # peer at NAME's start, runs t_NAME (this side's half, the same function
@@ -202,23 +198,6 @@ pair_wait() {
         echo "no $1 from $PAIR_PEER's side within $2 s" >&2
     fi
     return 1
-}
-
-PAIR_HOST_SEQ=0
-pair_host() {
-    local n reply tries=$((120 * PAIR_POLL_HZ))
-    PAIR_HOST_SEQ=$((PAIR_HOST_SEQ + 1))
-    n=$PAIR_HOST_SEQ
-    reply=$PAIR_DIR/host.reply.$PAIR_ROLE.$n
-    echo "$1 $PAIR_PEER" >"$PAIR_DIR/$PAIR_ROLE.host-request.$n.tmp" &&
-        mv -f "$PAIR_DIR/$PAIR_ROLE.host-request.$n.tmp" "$PAIR_DIR/$PAIR_ROLE.host-request.$n" ||
-        return 1
-    while [ ! -e "$reply" ] && [ "$tries" -gt 0 ]; do
-        tries=$((tries - 1))
-        sleep "$PAIR_POLL_S"
-    done
-    [ -e "$reply" ] || { echo "the host did not answer '$1 $PAIR_PEER'" >&2; return 1; }
-    [ "$(cat "$reply")" = ok ] || { echo "the host: $1 $PAIR_PEER: $(cat "$reply")" >&2; return 1; }
 }
 
 pair_barrier() {
