@@ -339,6 +339,42 @@ installed_guest_dir() {
     printf '%s\n' "$dir"
 }
 
+# default_guest_dir: the image the VM tests boot, that of install-guest
+# (with qrdma.ko and libqrdma) for QRDMA_GUEST_KERNEL and QRDMA_RDMA_CORE,
+# or, before install-guest ran, the plain one of build-guest.
+default_guest_dir() {
+    local dir
+    dir=$(installed_guest_dir "$(guest_kernel_release)")
+    [ -f "$dir/rootfs.ext4" ] || dir=$(guest_image_dir "$(guest_kernel_release)")
+    printf '%s\n' "$dir"
+}
+
+# vm_accel QEMU KERNEL: the accelerator of the test VMs and why, as one
+# line "kvm: WHY" or "tcg: WHY": QRDMA_ACCEL=kvm|tcg, else what
+# scripts/probe-accel found to work on this machine (a /dev/kvm that opens
+# may still be unable to run the guest).  Fails, saying why, where
+# QRDMA_ACCEL=kvm cannot be had or is not kvm or tcg.
+vm_accel() {
+    local verdict
+    case ${QRDMA_ACCEL:-} in
+        tcg)
+            printf 'tcg: QRDMA_ACCEL=tcg\n' ;;
+        kvm|'')
+            verdict=$("$QRDMA_ROOT/scripts/probe-accel" --qemu "$1" --kernel "$2") || return 1
+            if [ -z "${QRDMA_ACCEL:-}" ]; then
+                printf '%s\n' "$verdict"
+            elif [ "${verdict%%:*}" = kvm ]; then
+                printf 'kvm: QRDMA_ACCEL=kvm; %s\n' "${verdict#*: }"
+            else
+                qrdma_log "QRDMA_ACCEL=kvm, but KVM cannot run the guest here: ${verdict#*: }"
+                return 1
+            fi ;;
+        *)
+            qrdma_log "QRDMA_ACCEL must be kvm or tcg, not '$QRDMA_ACCEL'"
+            return 1 ;;
+    esac
+}
+
 # kernel_on_host KVER: whether the host's apt has KVER's headers (Debian
 # 12's own series), which build on the host; newer ones build in
 # scripts/kernel-root.

@@ -1,10 +1,19 @@
 # shellcheck shell=bash
-# Two guests, one test: the guest side of scripts/run-vm-pair; sourced,
-# never run, after lib-qrdma.sh (whose TAP plumbing and setup it uses):
+# Two guests, one test: the guest side of scripts/run-vm-pair, and of the
+# host-driven pair tests of tests/functional/ (qrdma_test/pair.py);
+# sourced, never run, after lib-qrdma.sh (whose TAP plumbing and setup it
+# uses):
 #
 #   . "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
 #   . "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-pair.sh"
-#   pair_init || exit 1
+#   pair_init || exit 1      # under run-vm-pair; pair_args on the harness
+#
+# A host-driven test runs one function at a time in each guest, after
+# pair_args (the role, kinds and addresses of the kernel command line),
+# and is the only one to sequence the two sides: it uses none of the
+# shared directory's functions below.  What pair_device_info printed on
+# its last line it passes to each later function as PAIR_DEV,
+# PAIR_GID_INDEX, PAIR_NETDEV, PAIR_MAC and the peer's PAIR_PEER_*.
 #
 # run-vm-pair boots VMs A and B with the same script and tells each on
 # its kernel command line who it is: qrdma.role=a|b, qrdma.kind and
@@ -24,10 +33,6 @@
 #   pair_barrier NAME TIMEOUT  both sides reach NAME
 #   pair_is a|b                the role test, for a half that differs
 #   pair_arg NAME [DEFAULT]    qrdma.NAME of the kernel command line
-#   pair_host ACTION           the host acts on the peer's VM through QMP:
-#                              quit (it dies at once), system_reset, or
-#                              start (boots again one that quit, with
-#                              qrdma.life one more); waits for it to be done
 #
 # The tests run in lock step: pair_run_test NAME, on both sides, meets the
 # peer at NAME's start, runs t_NAME (this side's half, the same function
@@ -53,7 +58,10 @@
 # rdma_rxe on eth0, which run-vm-pair put on the wire) and trades with the
 # peer what the other needs: device, GID index, address, netdev and MAC.
 # Afterwards: $PAIR_DEV, $PAIR_GID_INDEX, $PAIR_NETDEV; $PAIR_PEER_DEV,
-# $PAIR_PEER_GID_INDEX, $PAIR_PEER_IP, $PAIR_PEER_MAC.  The other tests of
+# $PAIR_PEER_GID_INDEX, $PAIR_PEER_IP, $PAIR_PEER_MAC.  Its first half,
+# pair_device_info, brings the device up and prints what the peer needs
+# as its last line ("dev=... gid_index=... ip=... netdev=... mac=...
+# kind=...").  The other tests of
 # this file: ping (ARP and ICMP across the wire, both ways),
 # wire_counters (the device's packet counters moved), device_down (rmmod
 # qrdma or rdma link delete, leaving nothing behind) and pair_dmesg_clean
@@ -82,8 +90,12 @@ PAIR_ALWAYS="setup ping wire_counters device_down pair_dmesg_clean"
 
 PAIR_ROLE='' PAIR_PEER='' PAIR_KIND='' PAIR_PEER_KIND='' PAIR_IP='' PAIR_PEER_IP=''
 PAIR_LABEL='' PAIR_NAME=wire-pair
-PAIR_DEV='' PAIR_GID_INDEX='' PAIR_NETDEV='' PAIR_MAC=''
-PAIR_PEER_DEV='' PAIR_PEER_GID_INDEX='' PAIR_PEER_MAC=''
+# What t_setup finds out; a host-driven test (tests/functional/) passes
+# them to each function it runs in the environment instead.
+PAIR_DEV=${PAIR_DEV:-} PAIR_GID_INDEX=${PAIR_GID_INDEX:-}
+PAIR_NETDEV=${PAIR_NETDEV:-} PAIR_MAC=${PAIR_MAC:-}
+PAIR_PEER_DEV=${PAIR_PEER_DEV:-} PAIR_PEER_GID_INDEX=${PAIR_PEER_GID_INDEX:-}
+PAIR_PEER_MAC=${PAIR_PEER_MAC:-}
 # The running test, and why the peer is known not to answer any more.
 PAIR_TEST='' PAIR_PEER_LOST=''
 declare -A PAIR_ARG=()
@@ -93,10 +105,8 @@ pair_arg() {
     echo "${PAIR_ARG[$1]:-${2:-}}"
 }
 
-# pair_init: the role and kinds from the command line, the shared
-# directory mounted; the guest's init does not know the share (its image
-# would have to be rebuilt to), so it is mounted here.
-pair_init() {
+# pair_args: the role, kinds and addresses from the kernel command line.
+pair_args() {
     local w words
     read -r -a words </proc/cmdline
     for w in "${words[@]}"; do
@@ -106,7 +116,7 @@ pair_init() {
     case $PAIR_ROLE in
         a) PAIR_PEER=b ;;
         b) PAIR_PEER=a ;;
-        *) echo "no qrdma.role=a|b on the kernel command line: run this under scripts/run-vm-pair" >&2
+        *) echo "no qrdma.role=a|b on the kernel command line: not a VM of a pair" >&2
            return 1 ;;
     esac
     PAIR_KIND=$(pair_arg kind rxe)
@@ -131,6 +141,13 @@ pair_init() {
     # The qrdma port takes the wire address (qrdma_setup reads it).
     # shellcheck disable=SC2034 # lib-qrdma.sh's
     [ "$PAIR_KIND" != qrdma ] || QRDMA_IP=$PAIR_IP
+}
+
+# pair_init: pair_args, and the shared directory mounted; the guest's init
+# does not know the share (its image would have to be rebuilt to), so it
+# is mounted here.
+pair_init() {
+    pair_args || return 1
     mkdir -p "$PAIR_DIR"
     mountpoint -q "$PAIR_DIR" ||
         mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none \
@@ -181,23 +198,6 @@ pair_wait() {
         echo "no $1 from $PAIR_PEER's side within $2 s" >&2
     fi
     return 1
-}
-
-PAIR_HOST_SEQ=0
-pair_host() {
-    local n reply tries=$((120 * PAIR_POLL_HZ))
-    PAIR_HOST_SEQ=$((PAIR_HOST_SEQ + 1))
-    n=$PAIR_HOST_SEQ
-    reply=$PAIR_DIR/host.reply.$PAIR_ROLE.$n
-    echo "$1 $PAIR_PEER" >"$PAIR_DIR/$PAIR_ROLE.host-request.$n.tmp" &&
-        mv -f "$PAIR_DIR/$PAIR_ROLE.host-request.$n.tmp" "$PAIR_DIR/$PAIR_ROLE.host-request.$n" ||
-        return 1
-    while [ ! -e "$reply" ] && [ "$tries" -gt 0 ]; do
-        tries=$((tries - 1))
-        sleep "$PAIR_POLL_S"
-    done
-    [ -e "$reply" ] || { echo "the host did not answer '$1 $PAIR_PEER'" >&2; return 1; }
-    [ "$(cat "$reply")" = ok ] || { echo "the host: $1 $PAIR_PEER: $(cat "$reply")" >&2; return 1; }
 }
 
 pair_barrier() {
@@ -464,14 +464,29 @@ pair_device_up() {
     PAIR_MAC=$(cat "/sys/class/net/$PAIR_NETDEV/address")
 }
 
+# pair_device_info: pair_device_up, saying what it did, then what the
+# peer needs of this side on the last line: "dev=... gid_index=... ip=...
+# netdev=... mac=... kind=...".
+pair_device_info() {
+    local rc=0 log
+    log=$(mktemp)
+    # Its INFO line would repeat t_setup's: kept as a plain one.
+    pair_device_up >"$log" 2>&1 || rc=$?
+    sed 's/^INFO: //' "$log"
+    rm -f "$log"
+    [ "$rc" = 0 ] || return 1
+    ibv_devinfo -d "$PAIR_DEV" || return 1
+    echo "dev=$PAIR_DEV gid_index=$PAIR_GID_INDEX ip=$PAIR_IP netdev=$PAIR_NETDEV mac=$PAIR_MAC kind=$PAIR_KIND"
+}
+
 t_setup() {
-    local info w k v rc=0
-    # Its INFO line would repeat the one below: kept as a plain one.
-    pair_device_up >"$LOGDIR/device-up.log" 2>&1 || rc=$?
-    sed 's/^INFO: //' "$LOGDIR/device-up.log"
-    [ "$rc" = 0 ] || { pair_signal info failed; return 1; }
-    ibv_devinfo -d "$PAIR_DEV"
-    pair_signal info "dev=$PAIR_DEV gid_index=$PAIR_GID_INDEX ip=$PAIR_IP netdev=$PAIR_NETDEV mac=$PAIR_MAC kind=$PAIR_KIND"
+    local info w k v log
+    # Not in a command substitution: the device's variables are set here.
+    log=$(mktemp)
+    pair_device_info >"$log" || { cat "$log"; rm -f "$log"; pair_signal info failed; return 1; }
+    cat "$log"
+    pair_signal info "$(tail -n 1 "$log")"
+    rm -f "$log"
     info=$(pair_wait info 120) || return 1
     [ "$info" != failed ] || { echo "the peer's device did not come up"; return 1; }
     for w in $info; do

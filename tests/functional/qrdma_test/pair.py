@@ -1,0 +1,272 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Two VMs, A and B, joined by a wire: what scripts/run-vm-pair made,
+driven from the host.
+
+The wire is a QEMU dgram netdev on a pair of unix sockets in a directory
+of the run's under $TMPDIR: each end names its own socket and its peer's,
+so neither VM starts first, and nothing leaves the machine.  With a relay
+(tests/tools/qrdma-relay.c, build/qrdma-relay), each end talks to a
+socket of the relay instead, which drops, duplicates, reorders, delays or
+corrupts frames as its options say.
+
+Each end is of a kind: "qrdma" (a qrdma device, id rdma0 behind a root
+port, whose Ethernet function is on the wire, as netdev "wire"; eth0
+stays on QEMU's user network) or "rxe" (rdma_rxe on eth0, whose netdev
+net0 is the wire; no qrdma device).  A is 10.77.0.1/24 with MAC
+52:54:00:4d:00:01, B 10.77.0.2/24 with 52:54:00:4d:00:02.  Each guest
+learns its part from its kernel command line, as tests/vm/lib-pair.sh's
+pair_args reads it: qrdma.role=a|b, qrdma.kind, qrdma.peer_kind,
+qrdma.wire_ip, qrdma.peer_ip, qrdma.pair=NAME (and qrdma.relay=1 behind a
+relay).
+
+The guest side of a test is shell functions, run one at a time through
+the agent (Pair.call): bash sources tests/vm/lib-qrdma.sh, lib-pair.sh
+(then pair_args) and the test's own file, and calls the function.  What
+one side's device_up found out (device, GID index, netdev, MAC) the host
+passes to every later call on either side as PAIR_* and PAIR_PEER_*
+variables, which lib-pair.sh's functions read.
+"""
+
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import config
+from .machine import BOOT_TIMEOUT, QrdmaVM
+
+LOG = logging.getLogger('qrdma_test.pair')
+
+# The wire's subnet: private, and apart from QEMU's user network
+# (10.0.2.0/24) and lib-qrdma.sh's default qrdma address (10.0.3.15).
+WIRE_NET = '10.77.0'
+ROLES = ('a', 'b')
+KINDS = ('qrdma', 'rxe')
+GUEST_LIBS = ('tests/vm/lib-qrdma.sh', 'tests/vm/lib-pair.sh')
+# What device_up's last line gives, as "key=value ..." (lib-pair.sh's
+# pair_device_info), and the variables the host makes of it.
+DEVICE_INFO = {'dev': 'DEV', 'gid_index': 'GID_INDEX', 'netdev': 'NETDEV',
+               'mac': 'MAC'}
+
+
+def _number(role):
+    return ROLES.index(role) + 1
+
+
+def peer_of(role):
+    return 'b' if role == 'a' else 'a'
+
+
+class Wire:
+    """The wire's sockets, and the relay in it if there is one."""
+
+    def __init__(self, relay=None, stats=None):
+        # Unix socket paths must stay under 108 bytes: a short directory.
+        self.dir = Path(tempfile.mkdtemp(prefix='qrdma-pair.',
+                                         dir=os.environ.get('TMPDIR', '/tmp')))
+        self.relay_opts = shlex.split(relay) if relay else None
+        self.stats = stats
+        self._relay = None
+
+    @staticmethod
+    def ip(role):
+        return f'{WIRE_NET}.{_number(role)}'
+
+    @staticmethod
+    def mac(role):
+        # As run-vm derives eth0's from its address: 52:54:00 and the
+        # address's last three bytes.
+        octets = [int(x) for x in Wire.ip(role).split('.')[1:]]
+        return '52:54:00:' + ':'.join(f'{x:02x}' for x in octets)
+
+    def netdev(self, role, netdev_id):
+        """role's end of the wire, as a -netdev spec.  A VM started again
+        binds its socket again: the last one's goes first."""
+        local = self.dir / f'{role}.sock'
+        local.unlink(missing_ok=True)
+        remote = self.dir / (f'relay-{role}.sock' if self.relay_opts
+                             else f'{peer_of(role)}.sock')
+        return (f'dgram,id={netdev_id},local.type=unix,local.path={local},'
+                f'remote.type=unix,remote.path={remote}')
+
+    def _relay_binary(self):
+        """meson's build/qrdma-relay, or, before meson built it or with a
+        newer source, one built for this run."""
+        binary = config.RELAY_BIN
+        if (not binary.exists() or
+                binary.stat().st_mtime < config.RELAY_SRC.stat().st_mtime):
+            binary = self.dir / 'qrdma-relay'
+            subprocess.run(['cc', '-O2', '-Wall', '-o', str(binary),
+                            str(config.RELAY_SRC)], check=True)
+        return binary
+
+    def start_relay(self, duration):
+        """The relay between the two ends, for duration seconds at most."""
+        if not self.relay_opts:
+            return
+        argv = ['setpriv', '--pdeathsig', 'KILL', str(self._relay_binary()),
+                *self.relay_opts, '--duration', str(int(duration))]
+        if self.stats:
+            argv += ['--stats', str(self.stats)]
+        argv += [f'{self.dir}/relay-{r}.sock={self.dir}/{r}.sock' for r in ROLES]
+        LOG.info('relay: %s', shlex.join(argv))
+        self._relay = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL)
+
+    def close(self):
+        """The relay stopped (its counts written), the sockets gone."""
+        if self._relay:
+            self._relay.send_signal(signal.SIGTERM)
+            try:
+                self._relay.wait(10)
+            except subprocess.TimeoutExpired:
+                self._relay.kill()
+                self._relay.wait()
+            self._relay = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Pair:
+    """VMs A and B of kinds kind_a and kind_b on a wire.  name names the
+    run: consoles build/vm-logs/NAME-a.log and NAME-b.log (a VM started
+    again: NAME-b.life2.log), each guest's /qrdma/out in
+    build/vm-out/NAME/a/ and b/.  smp, mem and append (the end of both
+    kernel command lines) as run-vm-pair's; relay: the relay's options, or
+    None for a plain wire."""
+
+    def __init__(self, name, kind_a, kind_b, *, relay=None, smp=1,
+                 mem='2G', append='', args=()):
+        for kind in (kind_a, kind_b):
+            if kind not in KINDS:
+                raise ValueError(f'a kind is one of {KINDS}, not {kind!r}')
+        self.name = name
+        self.kinds = {'a': kind_a, 'b': kind_b}
+        self.label = f'A={kind_a} B={kind_b}'
+        self.out = config.VM_OUT / name
+        for role in ROLES:
+            shutil.rmtree(self.out / role, ignore_errors=True)
+            (self.out / role).mkdir(parents=True)
+        self.wire = Wire(relay, stats=self.out / 'relay.txt')
+        self.relay = relay is not None
+        self.smp, self.mem, self.append, self.args = smp, mem, append, list(args)
+        self.vms = {}
+        self.lives = {role: 0 for role in ROLES}
+        # Per role, what its device_up said (DEVICE_INFO's variables).
+        self.devices = {role: {} for role in ROLES}
+
+    @property
+    def a(self):
+        return self.vms['a']
+
+    @property
+    def b(self):
+        return self.vms['b']
+
+    def _vm(self, role):
+        """A new QrdmaVM of role's next life."""
+        self.lives[role] += 1
+        life = self.lives[role]
+        kind, peer = self.kinds[role], self.kinds[peer_of(role)]
+        tag = '' if life == 1 else f'.life{life}'
+        append = [f'qrdma.role={role}', f'qrdma.kind={kind}',
+                  f'qrdma.peer_kind={peer}', f'qrdma.wire_ip={self.wire.ip(role)}',
+                  f'qrdma.peer_ip={self.wire.ip(peer_of(role))}',
+                  f'qrdma.pair={self.name}']
+        if self.relay:
+            append.append('qrdma.relay=1')
+        if self.append:
+            append.append(self.append)
+        options = {'smp': self.smp, 'mem': self.mem, 'append': ' '.join(append),
+                   'out_dir': self.out / role,
+                   'console_log': config.VM_LOGS / f'{self.name}-{role}{tag}.log'}
+        if kind == 'rxe':
+            options['net'] = self.wire.netdev(role, 'net0')
+            options['ip'] = f'{self.wire.ip(role)}/24'
+            args = []
+        else:
+            args = ['-device', 'pcie-root-port,id=rp0,bus=pcie.0,chassis=1',
+                    '-netdev', self.wire.netdev(role, 'wire'),
+                    '-device', f'qrdma,id=rdma0,bus=rp0,netdev=wire,'
+                    f'mac={self.wire.mac(role)}']
+        options['args'] = args + self.args
+        return QrdmaVM(f'{self.name}-{role}{tag}', **options)
+
+    def launch(self, role):
+        """role's VM launched (its next life if one ran before; that one
+        must have stopped); wait_booted waits for its guest."""
+        if role in self.vms and self.vms[role].is_running():
+            raise RuntimeError(f'{role}\'s VM still runs')
+        self.devices[role] = {}
+        self.vms[role] = self._vm(role)
+        self.vms[role].launch()
+        return self.vms[role]
+
+    def boot(self, timeout=BOOT_TIMEOUT):
+        """Both VMs launched and booted (at once: the guests boot side by
+        side); the seconds that took."""
+        start = time.monotonic()
+        if not any(vm.is_running() for vm in self.vms.values()):
+            self.wire.start_relay(duration=24 * 3600)
+        for role in ROLES:
+            self.launch(role)
+        for role in ROLES:
+            self.vms[role].wait_booted(max(timeout - (time.monotonic() - start), 1))
+        return time.monotonic() - start
+
+    def close(self):
+        """No VM and no relay left, whatever state they were in."""
+        for vm in self.vms.values():
+            vm.stop()
+        self.wire.close()
+
+    # --- the guest side ----------------------------------------------------------
+
+    def env(self, role):
+        """The variables of role's calls: its device's and its peer's."""
+        env = {}
+        for var, value in self.devices[role].items():
+            env[f'PAIR_{var}'] = value
+        for var, value in self.devices[peer_of(role)].items():
+            env[f'PAIR_PEER_{var}'] = value
+        return env
+
+    def argv(self, func, *args, script=None):
+        """bash running the guest function func (of lib-qrdma.sh,
+        lib-pair.sh or script, a file of the checkout) with args."""
+        lines = ['set -uo pipefail']
+        lines += [f'. "$QRDMA_SRC/{path}" || exit 125' for path in GUEST_LIBS]
+        lines.append('pair_args || exit 125')
+        if script:
+            lines.append(f'. "$QRDMA_SRC/{script}" || exit 125')
+        lines.append('"$@"')
+        return ['bash', '-c', '\n'.join(lines), 'bash', func, *args]
+
+    def spawn(self, role, func, *args, timeout, script=None):
+        """A Job of func in role's guest (argv's)."""
+        return self.vms[role].spawn(self.argv(func, *args, script=script),
+                                    timeout, env=self.env(role),
+                                    what=f'{role.upper()}: {shlex.join([func, *args])}')
+
+    def call(self, role, func, *args, timeout, script=None):
+        """func run to its end in role's guest: its Result."""
+        job = self.spawn(role, func, *args, timeout=timeout, script=script)
+        result = job.finish()
+        LOG.debug('%s\n%s', result.describe(), result.output)
+        return result
+
+    def record_device(self, role, result):
+        """What role's pair_device_info said, for the later calls; or why
+        it says nothing."""
+        last = result.output.strip().splitlines()[-1:] or ['']
+        words = dict(w.split('=', 1) for w in last[0].split() if '=' in w)
+        if result.rc != 0 or not all(k in words for k in DEVICE_INFO):
+            return f'{role.upper()}: no device info from {result.describe()}'
+        if words.get('ip') != self.wire.ip(role):
+            return f'{role.upper()} says it is {words.get("ip")}, not {self.wire.ip(role)}'
+        self.devices[role] = {var: words[key] for key, var in DEVICE_INFO.items()}
+        return None

@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The test classes of the host-driven VM tests, and their main().
+
+A PairTest is one two-VM scenario: its test methods are its steps, run in
+the order of their names (test_01_..., test_02_...) on one Pair that the
+class keeps from the first step to the last, as B's VM is killed, started
+again or reset between them.  A step whose set-up failed fails at once,
+saying so, as the shell tests' steps did.  Each step's TAP line is its
+unittest id; the first comment under it is the step's docstring, then the
+"INFO: " lines of the guest halves it ran ("# A: ...").  A failed step's
+output (every half it ran, and a VM's console if one died) goes to stderr,
+which meson shows.
+"""
+
+import logging
+import signal
+import sys
+import time
+import unittest
+from pathlib import Path
+
+import pycotap
+
+from . import config
+from .agent import AgentError
+from .pair import ROLES, Pair
+
+# Lines main() prints after the plan: how each scenario's VMs ended, and
+# where their logs are (a class's tearDown prints into nothing: pycotap
+# shows a test's output under the test's line).
+SUMMARY = []
+# The guest's "skip this test" status, as lib-qrdma.sh's run_test has it.
+SKIP = 77
+
+
+def _harness_log(name):
+    """Every command to a guest and what came back, every QMP command and
+    event: build/vm-logs/NAME.harness.log."""
+    config.VM_LOGS.mkdir(parents=True, exist_ok=True)
+    path = config.VM_LOGS / f'{name}.harness.log'
+    handler = logging.FileHandler(path, mode='w', encoding='utf-8')
+    handler.setFormatter(logging.Formatter('%(asctime)s %(name)s: %(message)s'))
+    for logger in ('qrdma_test', 'qemu.machine', 'qemu.qmp'):
+        logging.getLogger(logger).setLevel(logging.DEBUG)
+        logging.getLogger(logger).addHandler(handler)
+    return path, handler
+
+
+def _close_harness_log(handler):
+    for logger in ('qrdma_test', 'qemu.machine', 'qemu.qmp'):
+        logging.getLogger(logger).removeHandler(handler)
+    handler.close()
+
+
+class QrdmaTest(unittest.TestCase):
+    """A test of VMs of the project's guest: the first comment under each
+    step's TAP line is its docstring."""
+
+    def setUp(self):
+        # The whole docstring, where shortDescription has its first line.
+        print(' '.join((self._testMethodDoc or self.id()).split()))
+
+    @staticmethod
+    def info(text):
+        """A TAP comment under the step's line."""
+        print(text)
+
+
+class PairTest(QrdmaTest):
+    """The steps of one scenario on two VMs.  A subclass says KINDS (A's
+    and B's: qrdma or rxe), NAME (the run's is NAME-KA-KB) and SCRIPT (its
+    guest side's shell functions, a file of the checkout); RELAY (the
+    relay's options), APPEND (both kernel command lines' end) if it wants
+    them."""
+
+    KINDS = None
+    NAME = None
+    SCRIPT = None
+    RELAY = None
+    APPEND = ''
+
+    pair = None
+    pair_ready = False
+
+    @classmethod
+    def setUpClass(cls):
+        kind_a, kind_b = tuple(cls.KINDS)
+        cls.run_name = f'{cls.NAME}-{kind_a}-{kind_b}'
+        cls.started = time.monotonic()
+        cls.log_path, handler = _harness_log(cls.run_name)
+        cls.addClassCleanup(_close_harness_log, handler)
+        cls.pair = Pair(cls.run_name, kind_a, kind_b, relay=cls.RELAY,
+                        append=cls.APPEND)
+        cls.addClassCleanup(cls._close_pair)
+        cls.pair_ready = False
+
+    @classmethod
+    def _close_pair(cls):
+        cls.pair.close()
+        logs = ', '.join(sorted(p.name for p in config.VM_LOGS.glob(f'{cls.run_name}-*.log')
+                                if not p.name.endswith('.qemu.log')))
+        SUMMARY.append(f'{cls.run_name}: {time.monotonic() - cls.started:.0f} s; '
+                       f'in {config.VM_LOGS}: {logs}, {cls.log_path.name}')
+        stats = cls.pair.out / 'relay.txt'
+        if cls.RELAY and stats.exists():
+            SUMMARY.extend(f'relay: {line}' for line in
+                           stats.read_text(encoding='utf-8').splitlines())
+
+    # --- what a step says and checks ----------------------------------------------
+
+    def need_setup(self):
+        """A step's first line: it fails at once after a failed set-up."""
+        if not self.pair_ready:
+            self.fail('setup failed')
+
+    def _diagnose(self, role, exc):
+        vm = self.pair.vms.get(role)
+        where = vm.diagnosis() if vm else f'{role.upper()} has no VM'
+        self.fail(f'{role.upper()}: {exc}\n{where}')
+
+    def _verdict(self, *results):
+        """Passes, skips (a half said 77 and none failed) or fails with the
+        output of every half."""
+        if all(r.rc == 0 for r in results):
+            for r in results:
+                for line in r.info_lines():
+                    self.info(f'{r.what.split(":")[0]}: {line}')
+            return
+        if all(r.rc in (0, SKIP) for r in results):
+            skipped = next(r for r in results if r.rc == SKIP)
+            self.skipTest((skipped.output.strip().splitlines() or ['skipped'])[-1])
+        self.fail('\n'.join(f'--- {r.describe()}\n{r.output.rstrip()}'
+                            for r in results))
+
+    def call(self, role, func, *args, timeout):
+        """The guest function func run in role's VM: its Result, unchecked."""
+        try:
+            return self.pair.call(role, func, *args, timeout=timeout,
+                                  script=self.SCRIPT)
+        except AgentError as exc:
+            return self._diagnose(role, exc)
+
+    def check(self, role, func, *args, timeout):
+        """func run in role's VM, which must exit 0: its Result."""
+        result = self.call(role, func, *args, timeout=timeout)
+        self._verdict(result)
+        return result
+
+    def spawn(self, role, func, *args, timeout):
+        """func started in role's VM: its Job (agent.py)."""
+        try:
+            return self.pair.spawn(role, func, *args, timeout=timeout,
+                                   script=self.SCRIPT)
+        except AgentError as exc:
+            return self._diagnose(role, exc)
+
+    def finish(self, role, job, check=True):
+        """A job of role's VM waited for to its end (and checked): its
+        Result."""
+        try:
+            result = job.finish()
+        except AgentError as exc:
+            return self._diagnose(role, exc)
+        if check:
+            self._verdict(result)
+        return result
+
+    def check_both(self, func, *args, timeout):
+        """func run in both VMs at once, each of which must exit 0."""
+        jobs = [(role, self.spawn(role, func, *args, timeout=timeout))
+                for role in ROLES]
+        results = []
+        for role, job in jobs:
+            try:
+                results.append(job.finish())
+            except AgentError as exc:
+                self._diagnose(role, exc)
+        self._verdict(*results)
+        return results
+
+    # --- the set-up most scenarios start with -------------------------------------------
+
+    def boot_and_trade(self):
+        """Both VMs booted, each side's device up on the wire (lib-pair.sh's
+        pair_device_info), and what each found out kept for the later
+        calls: the pair is ready."""
+        took = self.pair.boot()
+        self.info(f'both VMs booted in {took:.0f} s')
+        results = self.check_both('pair_device_info', timeout=300)
+        for role, result in zip(ROLES, results):
+            why = self.pair.record_device(role, result)
+            if why:
+                self.fail(why)
+        dev = {r: self.pair.devices[r] for r in ROLES}
+        for role in ROLES:
+            self.info(f'{role.upper()}: {dev[role]["DEV"]} on {dev[role]["NETDEV"]} '
+                      f'({dev[role]["MAC"]}), {self.pair.wire.ip(role)}, '
+                      f'RoCE v2 GID index {dev[role]["GID_INDEX"]}')
+        type(self).pair_ready = True
+
+    def device_up_again(self, role):
+        """role's device up again in a new boot of its VM, its new
+        particulars kept."""
+        result = self.call(role, 'pair_device_info', timeout=300)
+        why = self.pair.record_device(role, result)
+        if why:
+            self.fail(f'{why}\n{result.output}')
+
+
+def _interrupted(signum, _frame):
+    # A KeyboardInterrupt goes through unittest (which would count a
+    # SystemExit as a test's error and go on), so that the exit kills the
+    # VMs (machine.py's atexit).
+    raise KeyboardInterrupt(f'signal {signum}')
+
+
+def main():
+    """Run the test classes of the calling module (or those the command
+    line names: a class, or Class.test_method), TAP on stdout."""
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGHUP, _interrupted)
+    module = Path(sys.argv[0]).stem
+    names = [name if name.startswith('-') else f'{module}.{name}'
+             for name in sys.argv[1:]] or [module]
+    runner = pycotap.TAPTestRunner(message_log=pycotap.LogMode.LogToError,
+                                   test_output_log=pycotap.LogMode.LogToDiagnostics)
+    try:
+        prog = unittest.main(module=None, argv=[sys.argv[0], *names],
+                             testRunner=runner, exit=False)
+    except KeyboardInterrupt as exc:
+        # pycotap has sys.stdout; the VMs go at exit.
+        sys.__stdout__.write(f'Bail out! interrupted ({exc or "SIGINT"})\n')
+        sys.exit(130)
+    for line in SUMMARY:
+        print(f'# {line}')
+    sys.exit(not prog.result.wasSuccessful())
