@@ -71,32 +71,46 @@ static void qrdma_dp_rx_qp(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
     }
 }
 
+/*
+ * The QPs of this function attached to pkt's group, one per call: the
+ * next from the position *g (group), *k (member), which start at 0.
+ */
+static QrdmaQp *qrdma_dp_mcast_next(QrdmaCore *core, const QrdmaPkt *pkt,
+                                    uint32_t *g, uint32_t *k)
+{
+    for (; *g < core->mcast_table.max; (*g)++, *k = 0) {
+        QrdmaMcast *m = &core->mcast[*g];
+
+        if (!core->mcast_table.busy[*g] || memcmp(m->gid, pkt->dgid, 16)) {
+            continue;
+        }
+        while (*k < m->nqp) {
+            int q = qrdma_table_lookup(&core->qp_table, m->qpn[(*k)++]);
+
+            if (q >= 0) {
+                return &core->qp[q];
+            }
+        }
+    }
+    return NULL;
+}
+
 /* A UD message to a multicast GID: every QP of this function attached. */
 static void qrdma_dp_rx_mcast(QrdmaCore *core, QrdmaPkt *pkt)
 {
-    uint32_t g, k;
+    uint32_t g = 0, k = 0;
+    QrdmaQp *qp;
 
-    for (g = 0; g < core->mcast_table.max; g++) {
-        QrdmaMcast *m = &core->mcast[g];
+    while ((qp = qrdma_dp_mcast_next(core, pkt, &g, &k))) {
+        QrdmaIter saved = { };
 
-        if (!core->mcast_table.busy[g] || memcmp(m->gid, pkt->dgid, 16)) {
-            continue;
+        /* Each QP reads the payload from its start; there may be none. */
+        if (pkt->payload) {
+            saved = *pkt->payload;
         }
-        for (k = 0; k < m->nqp; k++) {
-            int q = qrdma_table_lookup(&core->qp_table, m->qpn[k]);
-            QrdmaIter saved = { };
-
-            if (q < 0) {
-                continue;
-            }
-            /* Each QP reads the payload from its start; there may be none. */
-            if (pkt->payload) {
-                saved = *pkt->payload;
-            }
-            qrdma_resp_rx(core, &core->qp[q], pkt);
-            if (pkt->payload) {
-                *pkt->payload = saved;
-            }
+        qrdma_resp_rx(core, qp, pkt);
+        if (pkt->payload) {
+            *pkt->payload = saved;
         }
     }
 }
@@ -104,20 +118,12 @@ static void qrdma_dp_rx_mcast(QrdmaCore *core, QrdmaPkt *pkt)
 /* Whether an engine of a QP attached to the packet's group is running. */
 static bool qrdma_dp_mcast_busy(QrdmaCore *core, const QrdmaPkt *pkt)
 {
-    uint32_t g, k;
+    uint32_t g = 0, k = 0;
+    QrdmaQp *qp;
 
-    for (g = 0; g < core->mcast_table.max; g++) {
-        QrdmaMcast *m = &core->mcast[g];
-
-        if (!core->mcast_table.busy[g] || memcmp(m->gid, pkt->dgid, 16)) {
-            continue;
-        }
-        for (k = 0; k < m->nqp; k++) {
-            int q = qrdma_table_lookup(&core->qp_table, m->qpn[k]);
-
-            if (q >= 0 && core->qp[q].engines) {
-                return true;
-            }
+    while ((qp = qrdma_dp_mcast_next(core, pkt, &g, &k))) {
+        if (qp->engines) {
+            return true;
         }
     }
     return false;
