@@ -281,13 +281,18 @@ void qrdma_dp_answer_cancel(QrdmaCore *core, QrdmaQp *qp)
 /* One turn for each responder with answers due; true if any are left. */
 static bool qrdma_dp_run_answers(QrdmaCore *core)
 {
-    QrdmaQp *qp, *last = QSIMPLEQ_LAST(&core->answers, QrdmaQp,
-                                       resp.answer_next);
-    bool more = true;
+    uint32_t turns = 0;
+    QrdmaQp *qp;
 
-    while (more && !qrdma_dp_xport_busy(core) &&
+    /*
+     * As many turns as QPs are on the list now, counted rather than run
+     * up to the last one: a QP may leave the list during a turn.
+     */
+    QSIMPLEQ_FOREACH(qp, &core->answers, resp.answer_next) {
+        turns++;
+    }
+    while (turns-- && !qrdma_dp_xport_busy(core) &&
            (qp = QSIMPLEQ_FIRST(&core->answers))) {
-        more = qp != last;
         QSIMPLEQ_REMOVE_HEAD(&core->answers, resp.answer_next);
         qp->resp.answer_queued = false;
         qrdma_resp_run(core, qp, QRDMA_ANSWER_TURN_BYTES);
@@ -298,18 +303,25 @@ static bool qrdma_dp_run_answers(QrdmaCore *core)
 static void qrdma_dp_run(void *opaque)
 {
     QrdmaCore *core = opaque;
-    QrdmaQp *qp, *last = QSIMPLEQ_LAST(&core->work, QrdmaQp, next);
-    bool more = true, answers;
+    uint32_t turns = 0;
+    bool answers;
+    QrdmaQp *qp;
 
     /* Answers first: peers wait for them, and they hold requests back. */
     answers = qrdma_dp_run_answers(core);
     /*
-     * One turn for each QP queued now; those queued again meanwhile wait
-     * for the next run, so the main loop gets its turn in between.
+     * One turn for as many QPs as are queued now; those queued again
+     * meanwhile wait for the next run, so the main loop gets its turn in
+     * between.  Counted, not run up to the last QP queued now: that one
+     * may leave the list during another's turn (to ERR, on an answer the
+     * loopback brought), and the run would then go on as long as QPs
+     * were queued again.
      */
-    while (more && !qrdma_dp_xport_busy(core) &&
+    QSIMPLEQ_FOREACH(qp, &core->work, next) {
+        turns++;
+    }
+    while (turns-- && !qrdma_dp_xport_busy(core) &&
            (qp = QSIMPLEQ_FIRST(&core->work))) {
-        more = qp != last;
         QSIMPLEQ_REMOVE_HEAD(&core->work, next);
         qp->queued = false;
         qrdma_process_sq(core, qp, 1u << qp->sq_log2, UINT64_MAX);
