@@ -129,47 +129,37 @@ static bool qrdma_dp_mcast_busy(QrdmaCore *core, const QrdmaPkt *pkt)
     return false;
 }
 
-/*
- * Whether the packet must wait: it came in while an engine of its QP was
- * running, which only a packet on the wire can do (through a hub that
- * links this function to another of the same QEMU, which answers at
- * once).  It goes on the fabric's queue, to be taken after.
- */
-static bool qrdma_dp_rx_later(QrdmaCore *core, QrdmaPkt *pkt)
-{
-    bool busy;
-
-    if (pkt->dqpn == QRDMA_MULTICAST_QPN) {
-        busy = qrdma_dp_mcast_busy(core, pkt);
-    } else {
-        int idx = qrdma_table_lookup(&core->qp_table, pkt->dqpn);
-
-        busy = idx >= 0 && core->qp[idx].engines;
-    }
-    if (busy) {
-        trace_qrdma_pkt_rx_later(pkt->dqpn, pkt->opcode, pkt->psn);
-        qrdma_fabric_requeue(&core->port, pkt);
-    }
-    return busy;
-}
-
 /* What the transport delivers to this function. */
 static void qrdma_dp_rx(QrdmaCore *core, QrdmaPkt *pkt)
 {
     uint32_t flags = qrdma_op_flags(pkt->opcode);
-    int idx;
+    bool valid = flags && pkt->npkts && (!pkt->paylen || pkt->payload);
+    bool mcast = pkt->dqpn == QRDMA_MULTICAST_QPN;
+    QrdmaQp *qp = NULL;
 
-    if (flags && pkt->npkts && (!pkt->paylen || pkt->payload) &&
-        qrdma_dp_rx_later(core, pkt)) {
+    if (!mcast) {
+        int idx = qrdma_table_lookup(&core->qp_table, pkt->dqpn);
+
+        qp = idx >= 0 ? &core->qp[idx] : NULL;
+    }
+    /*
+     * It came in while an engine of its QP was running, which only a
+     * packet on the wire can do (through a hub that links this function
+     * to another of the same QEMU, which answers at once): it goes on the
+     * fabric's queue, to be taken after.
+     */
+    if (valid && (qp ? qp->engines : mcast && qrdma_dp_mcast_busy(core, pkt))) {
+        trace_qrdma_pkt_rx_later(pkt->dqpn, pkt->opcode, pkt->psn);
+        qrdma_fabric_requeue(&core->port, pkt);
         return;
     }
     core->counters.pkts_rcvd += pkt->npkts;
     trace_qrdma_pkt_rx(pkt->dqpn, pkt->opcode, pkt->psn, pkt->paylen);
-    if (!flags || !pkt->npkts || (pkt->paylen && !pkt->payload)) {
+    if (!valid) {
         core->counters.pkts_dropped++;
         return;
     }
-    if (pkt->dqpn == QRDMA_MULTICAST_QPN) {
+    if (mcast) {
         /* A datagram of 0 bytes is one too. */
         if (QRDMA_OP_TRANSPORT(pkt->opcode) == QRDMA_OP_UD) {
             qrdma_dp_rx_mcast(core, pkt);
@@ -178,21 +168,16 @@ static void qrdma_dp_rx(QrdmaCore *core, QrdmaPkt *pkt)
         }
         return;
     }
-    idx = qrdma_table_lookup(&core->qp_table, pkt->dqpn);
-    if (idx < 0) {
+    if (!qp) {
         core->counters.pkts_dropped++;
         trace_qrdma_pkt_no_qp(pkt->dqpn, pkt->opcode);
         return;
     }
-    qrdma_dp_rx_qp(core, &core->qp[idx], pkt);
+    qrdma_dp_rx_qp(core, qp, pkt);
 }
 
 /* The work list */
 
-/*
- * Run up to budget WQEs of qp, moving at most bytes; what is left waits
- * for the bottom half.  Returns whether it stopped for the byte budget.
- */
 /*
  * A turn of a QP goes in rounds: the requester sends until its window,
  * the responder's resources or the loopback's queue are full, then what
@@ -203,6 +188,12 @@ static void qrdma_dp_rx(QrdmaCore *core, QrdmaPkt *pkt)
  */
 #define QRDMA_TURN_ROUNDS 16
 #define QRDMA_ROUND_FABRIC_BYTES (4 * MiB)
+
+/*
+ * Run up to budget WQEs of qp a round, moving at most bytes; what is left
+ * waits for the bottom half.  Returns whether it stopped for the byte
+ * budget.
+ */
 
 static bool qrdma_process_sq(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
                              uint64_t bytes)
