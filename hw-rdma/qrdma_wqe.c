@@ -108,9 +108,7 @@ static bool qrdma_wqe_fetch(QrdmaCore *core, QrdmaQp *qp, uint32_t idx,
 static uint8_t qrdma_gather(QrdmaCore *core, const QrdmaQp *qp,
                             const struct qrdma_sq_wqe *wqe, QrdmaIter *it)
 {
-    uint32_t access = (wqe->opcode == QRDMA_WR_RDMA_READ ||
-                       wqe->opcode == QRDMA_WR_ATOMIC_CMP_AND_SWP ||
-                       wqe->opcode == QRDMA_WR_ATOMIC_FETCH_AND_ADD) ?
+    uint32_t access = qrdma_wqe_is_read_or_atomic(wqe->opcode) ?
                       QRDMA_ACCESS_LOCAL_WRITE : 0;
 
     qrdma_iter_range(it, core, NULL, 0, 0);
