@@ -96,24 +96,11 @@ static void qrdma_fabric_enqueue(QrdmaFabric *fabric, QrdmaCore *core,
 
     q->src = src;
     q->dst = dst;
-    q->pkt = *pkt;
-    qrdma_iter_host(&q->payload, q->data, pkt->paylen);
-    if (pkt->payload) {
-        q->pkt.payload = &q->payload;
-    }
-    if (pkt->paylen) {
-        QrdmaIter saved = *pkt->payload;
-        QrdmaCopy copied = qrdma_copy(pkt->payload, &q->payload,
-                                      pkt->paylen);
-
-        *pkt->payload = saved;
-        qrdma_iter_seek(&q->payload, 0);
-        if (copied != QRDMA_COPY_OK) {
-            core->counters.pkts_dropped++;
-            trace_qrdma_fabric_lost(pkt->dqpn, pkt->opcode, pkt->psn);
-            g_free(q);
-            return;
-        }
+    if (!qrdma_pkt_keep(&q->pkt, &q->payload, q->data, pkt)) {
+        core->counters.pkts_dropped++;
+        trace_qrdma_fabric_lost(pkt->dqpn, pkt->opcode, pkt->psn);
+        g_free(q);
+        return;
     }
     if (src) {
         src->queued++;

@@ -62,3 +62,21 @@ const uint32_t qrdma_op_table[32] = {
     [QRDMA_OP_ATOMIC_WRITE] = QRDMA_OPF_FIRST | QRDMA_OPF_LAST |
                               QRDMA_OPF_OTHER | QRDMA_OPF_RETH,
 };
+
+bool qrdma_pkt_keep(QrdmaPkt *dst, QrdmaIter *it, uint8_t *data,
+                    QrdmaPkt *pkt)
+{
+    QrdmaCopy copied = QRDMA_COPY_OK;
+
+    *dst = *pkt;
+    qrdma_iter_host(it, data, pkt->paylen);
+    if (pkt->paylen) {
+        QrdmaIter saved = *pkt->payload;
+
+        copied = qrdma_copy(pkt->payload, it, pkt->paylen);
+        *pkt->payload = saved;
+        qrdma_iter_seek(it, 0);
+    }
+    dst->payload = pkt->payload ? it : NULL;
+    return copied == QRDMA_COPY_OK;
+}

@@ -205,4 +205,13 @@ static inline uint32_t qrdma_pkt_flags(const QrdmaPkt *pkt)
     return f;
 }
 
+/*
+ * Keep a packet past the call that brought it: *dst gets its headers and
+ * its payload, copied into data (pkt->paylen bytes), which dst->payload
+ * reads through *it.  pkt->payload is put back where it was.  False when
+ * the payload could not be read: the packet is lost.
+ */
+bool qrdma_pkt_keep(QrdmaPkt *dst, QrdmaIter *it, uint8_t *data,
+                    QrdmaPkt *pkt);
+
 #endif /* HW_RDMA_QRDMA_PKT_H */

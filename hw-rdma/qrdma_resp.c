@@ -1052,7 +1052,6 @@ struct QrdmaHeldPkt {
 static void qrdma_resp_hold(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 {
     QrdmaHeldPkt *h;
-    QrdmaIter dst;
 
     if (qp->resp.nheld >= QRDMA_RESP_HELD_MAX ||
         pkt->paylen > QRDMA_RESP_HELD_BYTES - core->held_bytes) {
@@ -1062,16 +1061,11 @@ static void qrdma_resp_hold(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
         return;
     }
     h = g_malloc(sizeof(*h) + pkt->paylen);
-    qrdma_iter_host(&dst, h->data, pkt->paylen);
-    if (pkt->paylen &&
-        qrdma_copy(pkt->payload, &dst, pkt->paylen) != QRDMA_COPY_OK) {
-        /* A payload that cannot be read: the packet is lost. */
+    if (!qrdma_pkt_keep(&h->pkt, &h->payload, h->data, pkt)) {
         g_free(h);
         core->counters.pkts_dropped++;
         return;
     }
-    h->pkt = *pkt;
-    qrdma_iter_host(&h->payload, h->data, pkt->paylen);
     h->pkt.payload = &h->payload;
     QSIMPLEQ_INSERT_TAIL(&qp->resp.held, h, next);
     qp->resp.nheld++;
