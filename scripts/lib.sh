@@ -451,6 +451,90 @@ unpack_kernel_headers() {
         -mtime +30 -printf '%h\n' | xargs -r rm -rf
 }
 
+# The files of the guest kernel's source tree the project uses, from
+# Debian's linux-source package of that kernel's build: checkpatch.pl with
+# the data files it looks for beside it (scripts/check-style), and
+# kselftest's KTAP helpers, kselftest.h for the C tests of tests/vm/ and
+# ktap_helpers.sh for its shell tests.  Paths in the kernel's tree.
+KERNEL_SOURCE_FILES=(
+    scripts/checkpatch.pl
+    scripts/spelling.txt
+    scripts/const_structs.checkpatch
+    tools/testing/selftests/kselftest.h
+    tools/testing/selftests/kselftest/ktap_helpers.sh
+)
+
+# kernel_source_files [KVER]: the directory holding KERNEL_SOURCE_FILES
+# at their paths in the kernel's tree, of KVER's upstream version (default
+# the guest kernel's), fetched once into the cache.  The directory is
+# keyed by the list too, so a list that grows selects a new one rather
+# than trusting an old directory without the new files.  Safe where bash
+# ignores errexit (check-style calls it so): every status is checked.
+kernel_source_files() {
+    local kver=${1:-$(default_kernel_release)} up key dir lock rc
+    [ -n "$kver" ] || { qrdma_log "no guest kernel release known to apt (scripts/setup-host)"; return 1; }
+    up=${kver%%+*}
+    key=$(printf '%s\n' "${KERNEL_SOURCE_FILES[@]}" | sha256sum | cut -c1-8)
+    dir=$QRDMA_CACHE/linux-source/linux-$up-$key
+    if [ ! -f "$dir/.done" ]; then
+        mkdir -p "$QRDMA_CACHE/locks" "$QRDMA_CACHE/linux-source" || return 1
+        # The cache's lock taken by hand, not through with_cache_lock,
+        # which refuses to run where errexit is ignored.
+        exec {lock}<>"$QRDMA_CACHE/locks/linux-source.lock" || return 1
+        flock -n "$lock" || {
+            qrdma_log "waiting for the cache lock linux-source"
+            flock "$lock"
+        }
+        rc=0
+        [ -f "$dir/.done" ] || fetch_kernel_source_files "$kver" "$dir" || rc=1
+        exec {lock}>&-
+        [ "$rc" -eq 0 ] || return 1
+    fi
+    printf '%s\n' "$dir"
+}
+
+# fetch_kernel_source_files KVER DIR: under the lock; the package goes
+# once the files are out of it, and the directories of other versions or
+# lists with it.
+fetch_kernel_source_files() {
+    local kver=$1 dir=$2 up=${1%%+*} pkg ver dl f
+    pkg=linux-source-${up%.*}
+    ver=$(apt-cache show "linux-image-$kver" 2>/dev/null |
+          awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
+    [ -n "$ver" ] || { qrdma_log "linux-image-$kver unknown to apt (scripts/setup-host)"; return 1; }
+    dl=$(mktemp -d "$QRDMA_CACHE/linux-source/dl.XXXXXX") || return 1
+    # apt drops privileges to _apt for downloads; let it write there.
+    [ "$(id -u)" -ne 0 ] || chown _apt "$dl" 2>/dev/null || true
+    qrdma_log "fetching $pkg=$ver for ${KERNEL_SOURCE_FILES[*]##*/} (150 MB, once)"
+    # apt checks the package against its signed index.
+    if ! (cd "$dl" && apt-get download -q "$pkg=$ver") >"$dl/apt.log" 2>&1; then
+        qrdma_log "apt-get download $pkg=$ver failed:"
+        tail -n 5 "$dl/apt.log" >&2
+        rm -rf "$dl"
+        return 1
+    fi
+    mkdir "$dl/tree"
+    if ! (set -o pipefail
+          dpkg-deb --fsys-tarfile "$dl"/*.deb |
+              tar -xO "./usr/src/$pkg.tar.xz" |
+              tar -xJ -C "$dl/tree" --strip-components=1 \
+                  "${KERNEL_SOURCE_FILES[@]/#/$pkg/}"); then
+        qrdma_log "cannot unpack ${KERNEL_SOURCE_FILES[*]} from $pkg=$ver"
+        rm -rf "$dl"
+        return 1
+    fi
+    for f in "${KERNEL_SOURCE_FILES[@]}"; do
+        [ -f "$dl/tree/$f" ] ||
+            { qrdma_log "$pkg=$ver has no $f"; rm -rf "$dl"; return 1; }
+    done
+    touch "$dl/tree/.done"
+    rm -rf "$dir"
+    mv "$dl/tree" "$dir" || { rm -rf "$dl"; return 1; }
+    rm -rf "$dl"
+    find "$QRDMA_CACHE/linux-source" -mindepth 1 -maxdepth 1 -name 'linux-*' \
+        ! -name "linux-$up-*" -exec rm -rf {} + 2>/dev/null || true
+}
+
 # fetch_verified URL DEST SHA256: download once into the cache, checked.
 fetch_verified() {
     local url=$1 dest=$2 sum=$3 part
