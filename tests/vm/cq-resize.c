@@ -18,10 +18,12 @@
  * completions from the resized CQ.  An RC QP talks to itself over the
  * port's IPv4-mapped RoCE v2 GID.
  *
- *   cq-resize DEVICE GID_INDEX   prints TAP, exits 1 on any failure
+ *   cq-resize DEVICE GID_INDEX   prints KTAP (kselftest.h), exits 1 on any
+ *                                failure
  *
- * Built on the host against rdma-core 56.1 by scripts/build-provider (with
- * its mmap exported to the provider) and run in the guest by
+ * Built on the host against rdma-core 56.1, with the guest kernel's
+ * kselftest.h, by scripts/build-provider (with its mmap exported to the
+ * provider) and run in the guest by
  * tests/vm/verbs-lifecycle.sh.  Needs userfaultfd for kernel faults: root.
  */
 #define _GNU_SOURCE
@@ -42,18 +44,40 @@
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include "kselftest.h"
 
 #define NWRITES 4
 /* The resized CQ: 2^8 CQEs of 32 bytes, two pages of ring. */
 #define NEW_CQE 200
 
-static int n, failed;
+/* What the test reports, in that order: the plan is their number. */
+enum result {
+	SETUP,
+	HELD,
+	POLLER_ASLEEP,
+	RESIZE_RETURNS,
+	COMPLETIONS_KEPT,
+	NEW_SIZE,
+	RESET_WAITS,
+	RESET_REMOVES,
+	QP_WORKS,
+};
 
-static void check(bool ok, const char *what)
+static const char *const result_what[] = {
+	[SETUP] = "resize: an RC QP connected to itself, a userfaultfd",
+	[HELD] = "resize: ibv_resize_cq is held in the kernel, pinning its new ring",
+	[POLLER_ASLEEP] = "resize: a poller waits for the resize asleep, not spinning",
+	[RESIZE_RETURNS] = "resize: ibv_resize_cq returns 0 once its ring is there",
+	[COMPLETIONS_KEPT] = "resize: the completions from before it come after it, in order, once",
+	[NEW_SIZE] = "resize: the CQ has the new size",
+	[RESET_WAITS] = "resize: moving a QP of the CQ to RESET waits for the resize",
+	[RESET_REMOVES] = "resize: the reset QP's completions are gone from the resized CQ",
+	[QP_WORKS] = "resize: the QP, reconnected, completes on the resized CQ",
+};
+
+static void check(enum result which, bool ok)
 {
-	printf("%sok %d - %s\n", ok ? "" : "not ", ++n, what);
-	if (!ok)
-		failed++;
+	ksft_test_result(ok, "%s\n", result_what[which]);
 }
 
 /* ---- The provider's next anonymous mapping, on a userfaultfd ---- */
@@ -333,11 +357,12 @@ int main(int argc, char **argv)
 	bool waited = false;
 	int i, k;
 
+	ksft_print_header();
+	ksft_set_plan(ARRAY_SIZE(result_what));
 	gid_index = argc > 2 ? atoi(argv[2]) : 0;
 	for (i = 0; list && list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
-	printf("1..9\n");
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
 			     IBV_ACCESS_REMOTE_WRITE) : NULL;
@@ -345,11 +370,11 @@ int main(int argc, char **argv)
 	init.send_cq = init.recv_cq = cq;
 	qp = cq && pd ? ibv_create_qp(pd, &init) : NULL;
 	if (!qp || connect_self() || !uffd_open()) {
-		printf("# setup: %s\n", strerror(errno));
-		check(false, "resize: an RC QP connected to itself, a userfaultfd");
-		return 1;
+		ksft_print_msg("setup: %s\n", strerror(errno));
+		check(SETUP, false);
+		ksft_exit_fail();
 	}
-	check(true, "resize: an RC QP connected to itself, a userfaultfd");
+	check(SETUP, true);
 
 	/* Completions in the CQ, not polled, when the resize starts. */
 	k = post_writes(1, NWRITES) ? -1 : 0;
@@ -362,17 +387,16 @@ int main(int argc, char **argv)
 		 * instead of waiting for it: no resize can be held in the
 		 * kernel, so what the others do meanwhile is not seen.
 		 */
-		while (n < 9)
-			printf("ok %d - resize held in the kernel # SKIP this kernel's page pinning fails on a userfaultfd page (EFAULT) instead of waiting\n",
-			       ++n);
-		return 0;
+		for (i = HELD; i < (int)ARRAY_SIZE(result_what); i++)
+			ksft_test_result_skip("%s: this kernel's page pinning fails on a userfaultfd page (EFAULT) instead of waiting\n",
+					      result_what[i]);
+		ksft_finished();
 	}
-	check(page && !atomic_load(&r.done),
-	      "resize: ibv_resize_cq is held in the kernel, pinning its new ring");
+	check(HELD, page && !atomic_load(&r.done));
 	if (!page) {
 		/* Nothing else can be tested: let it finish if it can. */
 		pthread_join(r.thread, NULL);
-		return 1;
+		ksft_exit_fail();
 	}
 
 	memset(&p, 0, sizeof(p));
@@ -384,20 +408,18 @@ int main(int argc, char **argv)
 	waited = !atomic_load(&p.done);
 	printf("# poller: done %d, %ld ms of CPU in 500 ms\n", !waited,
 	       cpu1 - cpu0);
-	check(waited && cpu0 >= 0 && cpu1 - cpu0 < 100,
-	      "resize: a poller waits for the resize asleep, not spinning");
+	check(POLLER_ASLEEP, waited && cpu0 >= 0 && cpu1 - cpu0 < 100);
 
 	k = resize_release(&r, page);
-	check(k == 0, "resize: ibv_resize_cq returns 0 once its ring is there");
+	check(RESIZE_RETURNS, k == 0);
 	pthread_join(p.thread, NULL);
 	k = p.ret > 0 ? p.ret : 0;
 	k += pollw(wc + k, NWRITES - k, 2000);
 	memcpy(wc, p.wc, sizeof(*wc) * (p.ret > 0 ? p.ret : 0));
 	printf("# %d completions after the resize, %d from the waiting poll\n",
 	       k, p.ret);
-	check(k == NWRITES && in_order(wc, k, 1),
-	      "resize: the completions from before it come after it, in order, once");
-	check(cq->cqe >= NEW_CQE, "resize: the CQ has the new size");
+	check(COMPLETIONS_KEPT, k == NWRITES && in_order(wc, k, 1));
+	check(NEW_SIZE, cq->cqe >= NEW_CQE);
 
 	/* The QP's completions, then a QP reset while a resize is held. */
 	k = post_writes(11, NWRITES) ? -1 : 0;
@@ -413,16 +435,14 @@ int main(int argc, char **argv)
 	}
 	printf("# reset waited %d, returned %d; resize %d\n", waited, s.ret,
 	       k);
-	check(page && waited && s.ret == 0 && k == 0,
-	      "resize: moving a QP of the CQ to RESET waits for the resize");
+	check(RESET_WAITS, page && waited && s.ret == 0 && k == 0);
 	k = pollw(wc, NWRITES, 300);
-	check(k == 0, "resize: the reset QP's completions are gone from the resized CQ");
+	check(RESET_REMOVES, k == 0);
 
 	/* The QP works on the resized CQ. */
 	k = connect_self() || post_writes(21, NWRITES) ? -1 :
 	    pollw(wc, NWRITES, 2000);
-	check(k == NWRITES && in_order(wc, k, 21),
-	      "resize: the QP, reconnected, completes on the resized CQ");
+	check(QP_WORKS, k == NWRITES && in_order(wc, k, 21));
 
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
@@ -431,5 +451,5 @@ int main(int argc, char **argv)
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	close(uffd);
-	return failed ? 1 : 0;
+	ksft_finished();
 }

@@ -169,7 +169,9 @@ tap_include() {
         else
             echo "$line"
         fi
-    done < <("$@"; echo $? >"$rc_file")
+    # KSFT_TAP_LEVEL: kselftest.h's word to a program run inside another
+    # test's output, which then prints no header of its own.
+    done < <(KSFT_TAP_LEVEL=1 "$@"; echo $? >"$rc_file")
     rc=$(cat "$rc_file")
     rm -f "$rc_file"
     if [ "$seen" != "${plan:-none}" ] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then

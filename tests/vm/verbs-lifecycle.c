@@ -13,10 +13,12 @@
  * of the device talk over its loopback fabric with the port's IPv4-mapped
  * RoCE v2 GID.
  *
- *   verbs-lifecycle DEVICE [GID_INDEX]   prints TAP, exits 1 on any failure
+ *   verbs-lifecycle DEVICE [GID_INDEX]   prints KTAP (kselftest.h), exits 1
+ *                                        on any failure
  *
- * Built on the host against rdma-core 56.1 by scripts/build-provider and
- * run in the guest by tests/vm/verbs-lifecycle.sh.
+ * Built on the host against rdma-core 56.1, with the guest kernel's
+ * kselftest.h, by scripts/build-provider and run in the guest by
+ * tests/vm/verbs-lifecycle.sh.
  */
 #include <errno.h>
 #include <poll.h>
@@ -28,14 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
-
-static int n, failed;
+#include "kselftest.h"
 
 static void check(bool ok, const char *what)
 {
-	printf("%sok %d - %s\n", ok ? "" : "not ", ++n, what);
-	if (!ok)
-		failed++;
+	ksft_test_result(ok, "%s\n", what);
 }
 
 /* The next async event within two seconds, or false. */
@@ -123,7 +122,9 @@ static int to_init_then_err(struct ibv_qp *qp)
 /* ---- Two QPs of one device over its loopback fabric ---- */
 
 static struct ibv_context *g_ctx;
+static struct ibv_device_attr g_attr;
 static struct ibv_pd *g_pd;
+static struct ibv_cq *g_cq;
 static struct ibv_mr *g_mr;
 static struct ibv_ah *g_ah;
 static union ibv_gid g_gid;
@@ -378,69 +379,46 @@ static bool flushed_in_order(struct ibv_wc *wc, int k, uint64_t first)
 	return true;
 }
 
-static void more_tests(struct ibv_device_attr *attr);
 
-int main(int argc, char **argv)
+/* ---- The tests, a function per rule or group of rules ---- */
+
+static void test_s1_create(void)
 {
-	const char *name = argc > 1 ? argv[1] : "qrdma0";
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_async_event ev;
-	struct ibv_context *ctx = NULL;
-	struct ibv_device_attr attr;
-	struct ibv_srq_init_attr sattr = { .attr = { .max_wr = 16,
-						     .max_sge = 1 } };
 	struct ibv_qp_init_attr big;
-	struct ibv_srq *srq;
-	struct ibv_cq *cq, *small;
 	struct ibv_qp *qp;
-	struct ibv_pd *pd;
-	struct ibv_mr *mr;
-	static char buf[4096];
-	bool got_cq_err;
-	int i, nrecv;
 
-	if (argc > 2)
-		g_gidx = atoi(argv[2]);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx || ibv_query_device(ctx, &attr)) {
-		printf("1..1\nnot ok 1 - open %s\n", name);
-		return 1;
-	}
-	printf("1..%d\n", 6 + 46);
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	if (!pd || !cq || !mr) {
-		check(false, "PD, CQ and MR");
-		return 1;
-	}
-
-	/* S1 */
 	memset(&big, 0, sizeof(big));
-	big.send_cq = cq;
-	big.recv_cq = cq;
+	big.send_cq = g_cq;
+	big.recv_cq = g_cq;
 	big.qp_type = IBV_QPT_RC;
-	big.cap.max_send_wr = attr.max_qp_wr + 1;
+	big.cap.max_send_wr = g_attr.max_qp_wr + 1;
 	big.cap.max_recv_wr = 1;
 	big.cap.max_send_sge = 1;
 	big.cap.max_recv_sge = 1;
 	errno = 0;
-	qp = ibv_create_qp(pd, &big);
+	qp = ibv_create_qp(g_pd, &big);
 	check(!qp && errno == EINVAL,
 	      "S1: ibv_create_qp over max_qp_wr gives NULL and EINVAL");
 	big.cap.max_send_wr = 1;
-	qp = ibv_create_qp(pd, &big);
+	qp = ibv_create_qp(g_pd, &big);
 	check(qp && qp->qp_type == IBV_QPT_RC && qp->state == IBV_QPS_RESET,
 	      "S1: ibv_create_qp within limits gives a QP of that type");
 	if (qp)
 		ibv_destroy_qp(qp);
+}
 
-	/* S15: QP_LAST_WQE_REACHED of an SRQ-attached QP moved to ERR */
-	srq = ibv_create_srq(pd, &sattr);
-	qp = srq ? make_qp(pd, cq, srq, 0) : NULL;
-	if (!qp || to_init_then_err(qp) || !next_event(ctx, &ev) ||
+/* S15: QP_LAST_WQE_REACHED of an SRQ-attached QP moved to ERR */
+static void test_s15_destroy_waits_for_ack(void)
+{
+	struct ibv_srq_init_attr sattr = { .attr = { .max_wr = 16,
+						     .max_sge = 1 } };
+	struct ibv_async_event ev;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
+
+	srq = ibv_create_srq(g_pd, &sattr);
+	qp = srq ? make_qp(g_pd, g_cq, srq, 0) : NULL;
+	if (!qp || to_init_then_err(qp) || !next_event(g_ctx, &ev) ||
 	    ev.event_type != IBV_EVENT_QP_LAST_WQE_REACHED ||
 	    ev.element.qp != qp) {
 		check(false, "S15: an SRQ QP in ERR raises QP_LAST_WQE_REACHED");
@@ -452,22 +430,31 @@ int main(int argc, char **argv)
 	}
 	if (srq)
 		ibv_destroy_srq(srq);
+}
 
-	/*
-	 * S22: a small CQ takes the flush of more receives than it holds:
-	 * CQ_ERR.
-	 * The QP goes first (a CQ in use cannot go), the event is left
-	 * unacknowledged, and the CQ's destroy waits for it.
-	 */
-	small = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+/*
+ * S22: a small CQ takes the flush of more receives than it holds:
+ * CQ_ERR.
+ * The QP goes first (a CQ in use cannot go), the event is left
+ * unacknowledged, and the CQ's destroy waits for it.
+ */
+static void test_s22_destroy_waits_for_ack(void)
+{
+	struct ibv_async_event ev;
+	struct ibv_cq *small;
+	struct ibv_qp *qp;
+	bool got_cq_err;
+	int i, nrecv;
+
+	small = ibv_create_cq(g_ctx, 1, NULL, NULL, 0);
 	/* More receives than the CQ really holds (it may hold more than 1). */
 	nrecv = small ? small->cqe + 4 : 0;
-	qp = small ? make_qp(pd, small, NULL, nrecv) : NULL;
+	qp = small ? make_qp(g_pd, small, NULL, nrecv) : NULL;
 	/* A QP in RESET takes no receive: they go in once it is in INIT. */
 	if (qp && to_init(qp))
 		nrecv = 0;
 	for (i = 0; qp && i < nrecv; i++) {
-		struct ibv_sge sge = { (uintptr_t)buf, 64, mr->lkey };
+		struct ibv_sge sge = { (uintptr_t)g_buf, 64, g_mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge,
 					  .num_sge = 1 }, *bad;
 
@@ -478,7 +465,7 @@ int main(int argc, char **argv)
 	/* IBV_EVENT_CQ_ERR is 0: a flag, not the type, says one came. */
 	got_cq_err = false;
 	if (qp && !set_state(qp, IBV_QPS_ERR)) {
-		while (!got_cq_err && next_event(ctx, &ev)) {
+		while (!got_cq_err && next_event(g_ctx, &ev)) {
 			got_cq_err = ev.event_type == IBV_EVENT_CQ_ERR &&
 				     ev.element.cq == small;
 			if (got_cq_err)
@@ -495,52 +482,18 @@ int main(int argc, char **argv)
 	check(got_cq_err, "S22: a CQ overrun raises CQ_ERR to the process");
 	check(got_cq_err && destroy_waits_for_ack(small, true, &ev),
 	      "S22: ibv_destroy_cq waits for the CQ_ERR's ack");
-
-	g_ctx = ctx;
-	g_pd = pd;
-	more_tests(&attr);
-
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	return failed ? 1 : 0;
 }
 
-static void more_tests(struct ibv_device_attr *attr)
+/* S2: the caps written back, and over the limits */
+static void test_s2_caps(void)
 {
 	struct ibv_qp_init_attr ia;
-	struct ibv_qp_attr qa;
-	struct ibv_wc wc[64];
-	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16,
-						   .max_sge = 1 } };
-	struct ibv_srq *srq;
-	struct ibv_qp *q[3], *x, *y;
-	struct ibv_cq *c1, *c2;
-	struct pair p;
+	struct ibv_qp *x, *y;
 	bool ok;
-	int i, k, r, st;
+	int r;
 
-	g_mr = ibv_reg_mr(g_pd, g_buf, sizeof(g_buf),
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (g_gidx < 0)
-		g_gidx = find_gid();
-	if (g_gidx >= 0 && !ibv_query_gid(g_ctx, 1, g_gidx, &g_gid)) {
-		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-
-		aa.grh.dgid = g_gid;
-		aa.grh.sgid_index = g_gidx;
-		aa.grh.hop_limit = 64;
-		g_ah = ibv_create_ah(g_pd, &aa);
-	}
-	printf("# GID index %d, mr %p, ah %p\n", g_gidx, (void *)g_mr,
-	       (void *)g_ah);
-	c1 = ibv_create_cq(g_ctx, 64, NULL, NULL, 0);
-
-	/* S2 */
 	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = c1;
+	ia.send_cq = ia.recv_cq = g_cq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.cap.max_send_wr = 3;
 	ia.cap.max_recv_wr = 5;
@@ -569,39 +522,49 @@ static void more_tests(struct ibv_device_attr *attr)
 	if (x)
 		ibv_destroy_qp(x);
 	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = attr->max_sge + 1;
+	ia.cap.max_recv_sge = g_attr.max_sge + 1;
 	errno = 0;
 	y = ibv_create_qp(g_pd, &ia);
 	if (y || errno != EINVAL) {
-		printf("# max_recv_sge %d: %p %s\n", attr->max_sge + 1,
+		printf("# max_recv_sge %d: %p %s\n", g_attr.max_sge + 1,
 		       (void *)y, strerror(errno));
 		r = errno ? errno : -1;
 	}
 	if (y)
 		ibv_destroy_qp(y);
 	ia.cap.max_recv_sge = 1;
-	ia.cap.max_recv_wr = attr->max_qp_wr + 1;
+	ia.cap.max_recv_wr = g_attr.max_qp_wr + 1;
 	errno = 0;
 	y = ibv_create_qp(g_pd, &ia);
 	if (x || r != EINVAL || y || errno != EINVAL)
 		printf("# max_sge %d: %p %s; max_qp_wr %d: %p %s\n",
-		       attr->max_sge, (void *)x, strerror(r), attr->max_qp_wr,
+		       g_attr.max_sge, (void *)x, strerror(r), g_attr.max_qp_wr,
 		       (void *)y, strerror(errno));
 	check(!x && r == EINVAL && !y && errno == EINVAL,
 	      "S2: max_send_sge, max_recv_sge or max_recv_wr over the limit gives EINVAL");
 	if (y)
 		ibv_destroy_qp(y);
+}
 
-	/* S3, S7 */
-	q[0] = mkqp(IBV_QPT_RC, c1, c1, NULL, 0);
-	q[1] = mkqp(IBV_QPT_UC, c1, c1, NULL, 0);
-	q[2] = mkqp(IBV_QPT_UD, c1, c1, NULL, 0);
+/* S3, S7: the QP types, a new QP's state and number */
+static void test_s3_s7_create(void)
+{
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16,
+						   .max_sge = 1 } };
+	struct ibv_srq *srq;
+	struct ibv_qp *q[3], *x;
+	bool ok;
+	int i;
+
+	q[0] = mkqp(IBV_QPT_RC, g_cq, g_cq, NULL, 0);
+	q[1] = mkqp(IBV_QPT_UC, g_cq, g_cq, NULL, 0);
+	q[2] = mkqp(IBV_QPT_UD, g_cq, g_cq, NULL, 0);
 	check(q[0] && q[1] && q[2] && q[0]->qp_type == IBV_QPT_RC &&
 	      q[1]->qp_type == IBV_QPT_UC && q[2]->qp_type == IBV_QPT_UD,
 	      "S3: RC, UC and UD QPs can be created");
 	srq = ibv_create_srq(g_pd, &sia);
 	errno = 0;
-	x = srq ? mkqp(IBV_QPT_UC, c1, c1, srq, 0) : NULL;
+	x = srq ? mkqp(IBV_QPT_UC, g_cq, g_cq, srq, 0) : NULL;
 	check(srq && !x && errno, "S3: a UC QP with an SRQ is refused");
 	if (x)
 		ibv_destroy_qp(x);
@@ -615,16 +578,28 @@ static void more_tests(struct ibv_device_attr *attr)
 	for (i = 0; i < 3; i++)
 		if (q[i])
 			ibv_destroy_qp(q[i]);
+	if (srq)
+		ibv_destroy_srq(srq);
+}
 
-	/* S4 */
+/* S4: with an SRQ, the receive limits are not the QP's */
+static void test_s4_srq_limits(void)
+{
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16,
+						   .max_sge = 1 } };
+	struct ibv_qp_init_attr ia;
+	struct ibv_srq *srq;
+	struct ibv_qp *x;
+
+	srq = ibv_create_srq(g_pd, &sia);
 	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = c1;
+	ia.send_cq = ia.recv_cq = g_cq;
 	ia.srq = srq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.cap.max_send_wr = 1;
 	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_wr = attr->max_qp_wr + 1;
-	ia.cap.max_recv_sge = attr->max_sge + 1;
+	ia.cap.max_recv_wr = g_attr.max_qp_wr + 1;
+	ia.cap.max_recv_sge = g_attr.max_sge + 1;
 	x = srq ? ibv_create_qp(g_pd, &ia) : NULL;
 	if (!x)
 		printf("# create: %s\n", strerror(errno));
@@ -633,8 +608,16 @@ static void more_tests(struct ibv_device_attr *attr)
 		ibv_destroy_qp(x);
 	if (srq)
 		ibv_destroy_srq(srq);
+}
 
-	/* S5 */
+/* S5: which sends complete */
+static void test_s5_signaling(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int i, k, r;
+
 	ok = mkpair(&p, IBV_QPT_RC, 0);
 	for (i = 0; ok && i < 4; i++)
 		ok = !precv(p.b, i, 4096 + 64 * i, 64, g_mr->lkey);
@@ -670,8 +653,15 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && wc[0].wr_id == 1,
 	      "S5: an unsignaled send that fails still completes");
 	rmpair(&p);
+}
 
-	/* S10, S11, S36: sends left pending (RNR: the peer has no receive) */
+/* S10, S11, S36: sends left pending (RNR: the peer has no receive) */
+static void test_s10_s11_s36_pending_sends(void)
+{
+	struct pair p;
+	bool ok;
+	int i, k, r;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	for (i = 0; ok && i < 3; i++)
 		ok = !psend(p.a, i, 0, 8, 0, g_mr->lkey, 0);
@@ -693,13 +683,20 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(r == 0, "S10: an RTS QP with sends pending can be destroyed");
 	check(k == 0, "S11: its pending sends give no completion afterwards");
 	rmpair(&p);
+}
 
-	/* S10: SQD, where the device has it */
+/* S10: SQD, where the device has it */
+static void test_s10_sqd(void)
+{
+	struct pair p;
+	bool ok;
+	int r, st;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	r = ok ? set_state(p.a, IBV_QPS_SQD) : -1;
 	if (ok && r) {
-		printf("ok %d - S10: a QP in SQD can be destroyed # SKIP "
-		       "no SQD (%s)\n", ++n, strerror(errno));
+		ksft_test_result_skip("S10: a QP in SQD can be destroyed: no SQD (%s)\n",
+				      strerror(errno));
 	} else {
 		st = ok ? qp_state(p.a) : -1;
 		r = ok ? ibv_destroy_qp(p.a) : -1;
@@ -709,8 +706,18 @@ static void more_tests(struct ibv_device_attr *attr)
 		check(r == 0, "S10: a QP in SQD can be destroyed");
 	}
 	rmpair(&p);
+}
 
-	/* S6 */
+/* S6: inline data */
+static void test_s6_inline(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int k;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	memset(&ia, 0, sizeof(ia));
 	if (ok)
@@ -729,8 +736,14 @@ static void more_tests(struct ibv_device_attr *attr)
 	      !memcmp(g_buf + 4096, "inline-original!", 16),
 	      "S6: inline data is taken at post time");
 	rmpair(&p);
+}
 
-	/* S10, S14: destroy in each state, with outstanding WRs */
+/* S10, S14: destroy in each state, with outstanding WRs */
+static void test_s10_s14_destroy_states(void)
+{
+	struct ibv_qp *x;
+	int i, r, st;
+
 	{
 		static const enum ibv_qp_state sts[] = {
 			IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
@@ -738,7 +751,7 @@ static void more_tests(struct ibv_device_attr *attr)
 		int bad = 0;
 
 		for (i = 0; i < 5; i++) {
-			x = mkqp(IBV_QPT_RC, c1, c1, NULL, 0);
+			x = mkqp(IBV_QPT_RC, g_cq, g_cq, NULL, 0);
 			if (!x) {
 				bad++;
 				continue;
@@ -761,10 +774,19 @@ static void more_tests(struct ibv_device_attr *attr)
 				bad++;
 			}
 		}
-		quiet(c1, 200);
+		quiet(g_cq, 200);
 		check(!bad, "S10/S14: destroy returns 0 in RESET, INIT, RTR, RTS, ERR (receives posted)");
 	}
-	/* SQE: a UD QP after a send error */
+}
+
+/* S31, S10: a UD QP after a send error, in SQE */
+static void test_s31_ud(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int k, r, st;
+
 	ok = mkpair(&p, IBV_QPT_UD, 1);
 	ok = ok && !psend(p.a, 1, 0, 8, 0, 0x7777, p.b->qp_num);
 	k = ok ? pollw(p.ca, wc, 1, 2000) : 0;
@@ -786,8 +808,16 @@ static void more_tests(struct ibv_device_attr *attr)
 		p.a = NULL;
 	check(r == 0, "S10: a QP in SQE can be destroyed");
 	rmpair(&p);
+}
 
-	/* S31 UC */
+/* S31: a UC QP after a send error */
+static void test_s31_uc(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int k, st;
+
 	ok = mkpair(&p, IBV_QPT_UC, 1);
 	ok = ok && !psend(p.a, 1, 0, 8, 0, 0x7777, 0);
 	k = ok ? pollw(p.ca, wc, 1, 2000) : 0;
@@ -797,8 +827,16 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && st == IBV_QPS_SQE,
 	      "S31: a UC send-queue error moves the QP to SQE");
 	rmpair(&p);
+}
 
-	/* S31 RC */
+/* S31: an RC QP after a send error */
+static void test_s31_rc(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int k, st;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	ok = ok && !precv(p.b, 1, 4096, 64, g_mr->lkey) &&
 	     !psend(p.a, 1, 0, 8, 0, 0x7777, 0);
@@ -809,8 +847,16 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(k == 1 && wc[0].status != IBV_WC_SUCCESS && st == IBV_QPS_ERR,
 	      "S31: an RC send-queue error moves the QP to ERR");
 	rmpair(&p);
+}
 
-	/* S32: receive error (bad lkey in the receive WR) */
+/* S32: receive error (bad lkey in the receive WR) */
+static void test_s32_recv_error(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int k, r, st;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	ok = ok && !precv(p.b, 1, 4096, 64, 0x7777) &&
 	     !psend(p.a, 1, 0, 8, 0, g_mr->lkey, 0);
@@ -827,8 +873,16 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(r == 1 && wc[1].status != IBV_WC_SUCCESS && st == IBV_QPS_ERR,
 	      "S32: an RC requester whose remote reports an error goes to ERR");
 	rmpair(&p);
+}
 
-	/* S30, S16: one receive completes, then ERR flushes the rest */
+/* S30, S16, S35: one receive completes, then ERR flushes the rest */
+static void test_s30_s16_s35_flush_recv(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int i, k, r;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	for (i = 0; ok && i < 4; i++)
 		ok = !precv(p.b, i, 4096 + 64 * i, 64, g_mr->lkey);
@@ -861,8 +915,16 @@ static void more_tests(struct ibv_device_attr *attr)
 		p.b = NULL;
 	check(r == 0, "S16: destroy after ERR and drain returns 0");
 	rmpair(&p);
+}
 
-	/* S30 send side: sends stuck on RNR are flushed in order */
+/* S30 send side: sends stuck on RNR are flushed in order */
+static void test_s30_flush_send(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int i, k;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	for (i = 0; ok && i < 3; i++)
 		ok = !psend(p.a, i, 0, 8, 0, g_mr->lkey, 0);
@@ -874,8 +936,16 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(k == 3 && flushed_in_order(wc, 3, 0),
 	      "S30: ERR flushes pending sends in order with WR_FLUSH_ERR");
 	rmpair(&p);
+}
 
-	/* S36: RESET drops WRs and their completions */
+/* S36, S37: RESET drops WRs and their completions; the QP works again */
+static void test_s36_s37_reset(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int i, k;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	for (i = 0; ok && i < 4; i++)
 		ok = !precv(p.b, i, 4096 + 64 * i, 64, g_mr->lkey);
@@ -893,9 +963,18 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(k == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 5,
 	      "S37: ERR -> RESET -> INIT -> RTR -> RTS works again");
 	rmpair(&p);
+}
 
-	/* S38 */
-	x = mkqp(IBV_QPT_RC, c1, c1, NULL, 1);
+/* S38: posting receives past the RQ's limits */
+static void test_s38_post_recv(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *x;
+	bool ok;
+	int i, r;
+
+	x = mkqp(IBV_QPT_RC, g_cq, g_cq, NULL, 1);
 	memset(&ia, 0, sizeof(ia));
 	ok = x && !ibv_query_qp(x, &qa, IBV_QP_CAP, &ia) && !to_init(x);
 	{
@@ -936,8 +1015,18 @@ static void more_tests(struct ibv_device_attr *attr)
 	}
 	if (x)
 		ibv_destroy_qp(x);
-	quiet(c1, 100);
-	/* the send side: sends stuck on RNR fill the SQ */
+	quiet(g_cq, 100);
+}
+
+/* S38, the send side: sends stuck on RNR fill the SQ */
+static void test_s38_post_send(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct pair p;
+	bool ok;
+	int i, r;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	memset(&ia, 0, sizeof(ia));
 	ok = ok && !ibv_query_qp(p.a, &qa, IBV_QP_CAP, &ia);
@@ -978,8 +1067,16 @@ static void more_tests(struct ibv_device_attr *attr)
 		free(sw);
 	}
 	rmpair(&p);
+}
 
-	/* S11, S12: destroy a UC receiver with receives posted */
+/* S11, S12: destroy a UC receiver with receives posted */
+static void test_s11_s12_destroyed_uc(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int i, k;
+
 	ok = mkpair(&p, IBV_QPT_UC, 1);
 	memset(g_buf + 12288, 0x5a, 64);
 	memcpy(g_buf, "payload!", 8);
@@ -1010,8 +1107,16 @@ static void more_tests(struct ibv_device_attr *attr)
 	check(ok && k == 0 && g_buf[12288] == 0x5a,
 	      "S11: after destroy no completions and no buffer writes");
 	rmpair(&p);
+}
 
-	/* S13: a UD QP attached to a multicast group */
+/* S13: a UD QP attached to a multicast group */
+static void test_s13_mcast(void)
+{
+	struct ibv_wc wc[64];
+	struct pair p;
+	bool ok;
+	int k, r;
+
 	ok = mkpair(&p, IBV_QPT_UD, 1);
 	{
 		union ibv_gid mg = { .raw = { 0xff, 0x0e, [15] = 1 } };
@@ -1034,8 +1139,17 @@ static void more_tests(struct ibv_device_attr *attr)
 		check(r == 0, "S13: detach, then destroy returns 0");
 	}
 	rmpair(&p);
+}
 
-	/* S20 */
+/* S20, S21: destroying CQs in use, holding completions, armed */
+static void test_s20_s21_cq_destroy(void)
+{
+	struct ibv_wc wc[64];
+	struct ibv_cq *c2;
+	struct pair p;
+	bool ok;
+	int k, r, st;
+
 	ok = mkpair(&p, IBV_QPT_RC, 1);
 	r = ok ? ibv_destroy_cq(p.cb) : -1;
 	check(r == EBUSY, "S20/S14: destroying a CQ in use returns EBUSY");
@@ -1071,8 +1185,21 @@ static void more_tests(struct ibv_device_attr *attr)
 		if (ch)
 			ibv_destroy_comp_channel(ch);
 	}
+}
 
-	/* S33, S34: two RC QPs on one SRQ */
+/* S33, S34: two RC QPs on one SRQ */
+static void test_s33_s34_srq(void)
+{
+	struct ibv_wc wc[64];
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16,
+						   .max_sge = 1 } };
+	struct ibv_srq *srq;
+	struct ibv_qp *x, *y;
+	struct ibv_cq *c2;
+	struct pair p;
+	bool ok;
+	int i, k, r;
+
 	srq = ibv_create_srq(g_pd, &sia);
 	c2 = ibv_create_cq(g_ctx, 64, NULL, NULL, 0);
 	x = srq ? mkqp(IBV_QPT_RC, c2, c2, srq, 1) : NULL;
@@ -1131,10 +1258,114 @@ static void more_tests(struct ibv_device_attr *attr)
 		ibv_destroy_srq(srq);
 	if (c2)
 		ibv_destroy_cq(c2);
-	if (c1)
-		ibv_destroy_cq(c1);
+}
+
+/*
+ * The tests in the order they run, each with the number of results it
+ * reports whatever happens in it: the plan is their sum, and a test that
+ * reports another number is named.
+ */
+static const struct lifecycle_test {
+	const char *name;
+	void (*run)(void);
+	unsigned int results;
+} tests[] = {
+#define LIFECYCLE_TEST(name, results) { #name, test_##name, results }
+	LIFECYCLE_TEST(s1_create, 2),
+	LIFECYCLE_TEST(s15_destroy_waits_for_ack, 2),
+	LIFECYCLE_TEST(s22_destroy_waits_for_ack, 2),
+	LIFECYCLE_TEST(s2_caps, 2),
+	LIFECYCLE_TEST(s3_s7_create, 4),
+	LIFECYCLE_TEST(s4_srq_limits, 1),
+	LIFECYCLE_TEST(s5_signaling, 3),
+	LIFECYCLE_TEST(s10_s11_s36_pending_sends, 3),
+	LIFECYCLE_TEST(s10_sqd, 1),
+	LIFECYCLE_TEST(s6_inline, 1),
+	LIFECYCLE_TEST(s10_s14_destroy_states, 1),
+	LIFECYCLE_TEST(s31_ud, 3),
+	LIFECYCLE_TEST(s31_uc, 1),
+	LIFECYCLE_TEST(s31_rc, 1),
+	LIFECYCLE_TEST(s32_recv_error, 2),
+	LIFECYCLE_TEST(s30_s16_s35_flush_recv, 4),
+	LIFECYCLE_TEST(s30_flush_send, 1),
+	LIFECYCLE_TEST(s36_s37_reset, 2),
+	LIFECYCLE_TEST(s38_post_recv, 2),
+	LIFECYCLE_TEST(s38_post_send, 2),
+	LIFECYCLE_TEST(s11_s12_destroyed_uc, 2),
+	LIFECYCLE_TEST(s13_mcast, 3),
+	LIFECYCLE_TEST(s20_s21_cq_destroy, 5),
+	LIFECYCLE_TEST(s33_s34_srq, 2),
+#undef LIFECYCLE_TEST
+};
+
+/* The device, a PD, a CQ and a registered buffer, and an AH to ourselves. */
+static int setup(const char *name)
+{
+	struct ibv_device **list;
+	int i;
+
+	list = ibv_get_device_list(NULL);
+	for (i = 0; list && list[i] && !g_ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			g_ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	if (!g_ctx || ibv_query_device(g_ctx, &g_attr))
+		return -1;
+	g_pd = ibv_alloc_pd(g_ctx);
+	g_cq = g_pd ? ibv_create_cq(g_ctx, 64, NULL, NULL, 0) : NULL;
+	g_mr = g_cq ? ibv_reg_mr(g_pd, g_buf, sizeof(g_buf),
+				 IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE) : NULL;
+	if (!g_mr)
+		return -1;
+	if (g_gidx < 0)
+		g_gidx = find_gid();
+	if (g_gidx >= 0 && !ibv_query_gid(g_ctx, 1, g_gidx, &g_gid)) {
+		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+
+		aa.grh.dgid = g_gid;
+		aa.grh.sgid_index = g_gidx;
+		aa.grh.hop_limit = 64;
+		g_ah = ibv_create_ah(g_pd, &aa);
+	}
+	ksft_print_msg("GID index %d, ah %p\n", g_gidx, (void *)g_ah);
+	return 0;
+}
+
+static void teardown(void)
+{
 	if (g_ah)
 		ibv_destroy_ah(g_ah);
-	if (g_mr)
-		ibv_dereg_mr(g_mr);
+	ibv_dereg_mr(g_mr);
+	ibv_destroy_cq(g_cq);
+	ibv_dealloc_pd(g_pd);
+	ibv_close_device(g_ctx);
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : "qrdma0";
+	unsigned int plan = 0, before;
+	size_t i;
+
+	if (argc > 2)
+		g_gidx = atoi(argv[2]);
+	ksft_print_header();
+	for (i = 0; i < ARRAY_SIZE(tests); i++)
+		plan += tests[i].results;
+	ksft_set_plan(plan);
+	if (setup(name))
+		ksft_exit_fail_msg("open %s and set it up: %s\n", name,
+				   strerror(errno));
+	for (i = 0; i < ARRAY_SIZE(tests); i++) {
+		before = ksft_test_num();
+		tests[i].run();
+		if (ksft_test_num() - before != tests[i].results)
+			ksft_print_msg("%s reported %u results, not %u\n",
+				       tests[i].name, ksft_test_num() - before,
+				       tests[i].results);
+	}
+	teardown();
+	ksft_finished();
 }
