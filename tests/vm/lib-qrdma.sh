@@ -181,6 +181,47 @@ tap_include() {
     return "$rc"
 }
 
+# unittest_tap CMD...: run CMD, a Python unittest run in verbose mode (-v:
+# a line per test, ending in its verdict), and print its tests as TAP: a
+# test is described by the first line of its docstring (else its name),
+# a skip is a "# SKIP" with unittest's reason, and unittest's report of
+# each failure follows as comments.  The plan is the count unittest gives
+# at its end ("Ran N tests"), so a run that dies on the way has none.
+unittest_tap() {
+    "$@" 2>&1 | awk '
+        function result(verdict, desc) {
+            n++
+            if (verdict == "ok")
+                print "ok " n " - " desc
+            else if (verdict ~ /^skipped /) {
+                sub(/^skipped /, "", verdict)
+                gsub(/^\047|\047$/, "", verdict)
+                print "ok " n " - " desc " # SKIP " verdict
+            } else if (verdict == "expected failure")
+                print "not ok " n " - " desc " # TODO expected failure"
+            else
+                print "not ok " n " - " desc
+        }
+        report { if ($0 ~ /^Ran [0-9]+ tests? in /) { plan = $2; report = 0 }
+                 else print "# " $0
+                 next }
+        /^=+$/ && length($0) >= 40 { report = 1; print "# " $0; next }
+        match($0, / \.\.\. (ok|FAIL|ERROR|skipped .*|expected failure|unexpected success)$/) {
+            desc = substr($0, 1, RSTART - 1)
+            # No docstring: the line is the test itself, "name (id)".
+            if (desc ~ /^test[[:alnum:]_]* \([[:alnum:]_.]+\)$/)
+                sub(/ .*/, "", desc)
+            result(substr($0, RSTART + 5), desc)
+            next
+        }
+        /^Ran [0-9]+ tests? in / { plan = $2; next }
+        /^test[[:alnum:]_]* \([[:alnum:]_.]+\)$/ { next }
+        NF { print "# " $0 }
+        END { if (plan != "") print "1.." plan }
+    '
+    return "${PIPESTATUS[0]}"
+}
+
 # tap_end: the plan, after the tests it counts (TAP allows it last).
 tap_end() {
     echo "1..$N"
