@@ -239,7 +239,6 @@ pair_verdict() {
 pair_run_test() {
     local name=$1 desc rc=0 prc todo=${QRDMA_TODO[$1]:-} why verdict
     PAIR_TEST=$name
-    N=$((N + 1))
     desc="$name $PAIR_LABEL: $(pair_describe "$name")"
     : >"$LOGDIR/$name.log"
     # A says at the start whether the test runs; B does as A says.
@@ -278,7 +277,8 @@ pair_run_test() {
     pair_is a || desc+=" (B's half)"
     if [ "$rc" = 0 ] && [ "$prc" = 0 ]; then
         PAIR_FAILED_IN_A_ROW=0
-        echo "ok $N - $desc${todo:+ # TODO $todo}"
+        ktap_result ok "$desc"
+        [ -z "$todo" ] || echo "# passed, known to fail: $todo"
     elif { [ "$rc" = 77 ] || [ "$prc" = 77 ]; } &&
          { [ "$rc" = 0 ] || [ "$rc" = 77 ]; } && { [ "$prc" = 0 ] || [ "$prc" = 77 ]; }; then
         if [ "$rc" = 77 ]; then
@@ -286,13 +286,12 @@ pair_run_test() {
         else
             why=$(pair_side_log "$PAIR_PEER" "$name" | tail -n 1)
         fi
-        echo "ok $N - $desc # SKIP $why"
+        ktap_result skip "$desc" "$why"
     else
         if [ -n "$todo" ]; then
-            echo "not ok $N - $desc # TODO $todo"
+            ktap_result todo "$desc" "$todo"
         else
-            echo "not ok $N - $desc"
-            FAILED=$((FAILED + 1))
+            ktap_result fail "$desc"
             [[ " $PAIR_ALWAYS " == *" $name "* ]] ||
                 PAIR_FAILED_IN_A_ROW=$((PAIR_FAILED_IN_A_ROW + 1))
         fi

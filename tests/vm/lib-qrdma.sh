@@ -17,12 +17,14 @@
 # build-provider filled for the guest's rdma-core, which install-guest
 # names in /etc/qrdma/provider-dir.
 #
-# Also the TAP plumbing of the tests: run_test NAME calls t_NAME with its
+# Also the KTAP plumbing of the tests, on the guest kernel's
+# kselftest/ktap_helpers.sh (build-provider puts it beside the test
+# programs): run_test NAME calls t_NAME with its
 # output in $LOGDIR/NAME.log; exit status 0 passes, 77 skips, anything else
-# fails and the log is shown as TAP comments; lines starting with "INFO: "
+# fails and the log is shown as comments; lines starting with "INFO: "
 # are shown either way.  describe NAME (from the test) gives the text.
 # tap_include runs a program that prints TAP of its own, numbered on from
-# the script's tests.  Tests named CLIENT_qrdma and CLIENT_rxe are one
+# the script's tests; tap_end prints the plan, counted, after them.  Tests named CLIENT_qrdma and CLIENT_rxe are one
 # client on each device: their outcome, and the figures they give with
 # result, land side by side in a results file (results_table).  Every
 # test ends with the checks of this file:
@@ -49,10 +51,40 @@ QRDMA_SYS=/sys/class/infiniband/$QRDMA_DEV
 QRDMA_NETDEV=
 QRDMA_GID_INDEX=
 
-# --- TAP plumbing ---------------------------------------------------------------
+# --- KTAP plumbing --------------------------------------------------------------
 
+KTAP_HELPERS=$QRDMA_PROVIDER_DIR/ktap_helpers.sh
+# shellcheck source=/dev/null # the kernel's, copied by build-provider
+if ! . "$KTAP_HELPERS"; then
+    echo "not ok 1 - no $KTAP_HELPERS: run scripts/build-provider"
+    echo "1..1"
+    exit 1
+fi
+
+# N: the results so far; FAILED: those that count as failures (a known
+# failure, "# TODO", does not).
 N=0 FAILED=0
+KTAP_HEADER=
 declare -A QRDMA_TODO=()
+
+# ktap_result ok|fail|skip|todo DESCRIPTION [REASON]: one result.
+# ktap_helpers.sh prints it with an unquoted echo: globbing is off
+# meanwhile, so that a description's * or [...] stays as it is.
+ktap_result() {
+    local opts=$-
+    set -f
+    [ -n "$KTAP_HEADER" ] || { ktap_print_header; KTAP_HEADER=1; }
+    case $1 in
+        ok) ktap_test_pass "$2" ;;
+        skip) ktap_test_skip "$2${3:+: $3}" ;;
+        fail) ktap_test_fail "$2"; FAILED=$((FAILED + 1)) ;;
+        # ktap_helpers.sh has no known failure (TAP's "not ok ... #
+        # TODO"): its own printer, given the directive.
+        todo) __ktap_test "not ok" "$2" "TODO $3" ;;
+    esac
+    [[ $opts == *f* ]] || set +f
+    N=$((KTAP_TESTNO - 1))
+}
 
 # qrdma_todo NAME REASON: see the head of this file.
 qrdma_todo() {
@@ -77,29 +109,27 @@ run_test() {
     local name=$1 desc rc=0 todo=${QRDMA_TODO[$1]:-} outcome
     desc=$(qrdma_describe "$name")
     [ -n "$desc" ] || desc=$(describe "$name")
-    N=$((N + 1))
     RESULT_TEST=$name
     # The outcome's row first, above the test's figures; filled in below.
     [[ $name != *_qrdma && $name != *_rxe ]] ||
         printf '%s\t%s\t%s\n' "${name%_*}" "${name##*_}" "did not end" >>"$LOGDIR/results.tsv"
     "t_$name" >"$LOGDIR/$name.log" 2>&1 </dev/null || rc=$?
     if [ "$rc" -eq 0 ]; then
-        echo "ok $N - $desc${todo:+ # TODO $todo}"
+        ktap_result ok "$desc"
         outcome=passed
-        [ -z "$todo" ] || outcome="passed (a known failure?)"
+        [ -z "$todo" ] || { outcome="passed (a known failure?)"; echo "# passed, known to fail: $todo"; }
     elif [ "$rc" -eq 77 ]; then
-        echo "ok $N - $desc # SKIP $(tail -n 1 "$LOGDIR/$name.log")"
+        ktap_result skip "$desc" "$(tail -n 1 "$LOGDIR/$name.log")"
         outcome="skipped (below)"
         printf '%s: %s\n' "${name%_*}" "$(tail -n 1 "$LOGDIR/$name.log")" >>"$LOGDIR/results-skipped"
     elif [ -n "$todo" ]; then
-        echo "not ok $N - $desc # TODO $todo"
+        ktap_result todo "$desc" "$todo"
         diag "$LOGDIR/$name.log"
         outcome="FAILED, known (below)"
         printf '%s: %s\n' "${name%_*}" "$todo" >>"$LOGDIR/results-known"
     else
-        echo "not ok $N - $desc"
+        ktap_result fail "$desc"
         diag "$LOGDIR/$name.log"
-        FAILED=$((FAILED + 1))
         outcome=FAILED
     fi
     [[ $name != *_qrdma && $name != *_rxe ]] ||
@@ -148,24 +178,42 @@ results_table() {
     sed 's/^/# /' "$1"
 }
 
-# tap_include WHAT CMD...: run a program (WHAT names it) that prints TAP; its test lines are
-# passed on numbered after the ones before, its plan is dropped (the
-# script prints one for all at the end, tap_end).  A program that stops
-# short of its plan, or fails without a failing test, adds a failure.
+# tap_include WHAT CMD...: run a program (WHAT names it) that prints TAP
+# (or KTAP: kselftest.h's, unittest_tap's); each of its results is passed
+# on as one of this script's, numbered after the ones before, its plan is
+# dropped (the script prints one for all at the end, tap_end).  A program
+# that stops short of its plan, or fails without a failing test, adds a
+# failure.
 tap_include() {
-    local what=$1 line rc_file rc plan='' seen=0 bad=0
+    local what=$1 line rc_file rc plan='' seen=0 bad=0 verdict desc reason
+    local result_re='^(not ok|ok) +[0-9]+( +-)? *(.*)$'
+    local directive_re='^(.*[^ ])? *# *(SKIP|TODO|XFAIL)( +(.*))?$'
     shift
     rc_file=$(mktemp)
     while IFS= read -r line; do
-        if [[ $line =~ ^(not ok|ok)\ +[0-9]+(.*)$ ]]; then
-            N=$((N + 1)) seen=$((seen + 1))
-            echo "${BASH_REMATCH[1]} $N${BASH_REMATCH[2]}"
-            if [ "${BASH_REMATCH[1]}" != ok ] &&
-               [[ ${BASH_REMATCH[2]} != *"# TODO"* ]]; then
-                FAILED=$((FAILED + 1)) bad=$((bad + 1))
+        if [[ $line =~ $result_re ]]; then
+            seen=$((seen + 1))
+            verdict=${BASH_REMATCH[1]} desc=${BASH_REMATCH[3]} reason=
+            if [[ $desc =~ $directive_re ]]; then
+                desc=${BASH_REMATCH[1]} reason=${BASH_REMATCH[4]}
+                verdict+=" ${BASH_REMATCH[2]}"
             fi
+            # kselftest.h's skip: "ok N # SKIP WHAT".
+            [ -n "$desc" ] || { desc=$reason; reason=; }
+            case $verdict in
+                "ok SKIP") ktap_result skip "$desc" "$reason" ;;
+                ok*) ktap_result ok "$desc" ;;
+                "not ok TODO") ktap_result todo "$desc" "$reason" ;;
+                *) ktap_result fail "$desc"; bad=$((bad + 1)) ;;
+            esac
         elif [[ $line =~ ^1\.\.([0-9]+) ]]; then
             plan=${BASH_REMATCH[1]}
+        elif [[ $line =~ ^(TAP|KTAP)\ version ]]; then
+            continue
+        elif [[ $line == "Bail out!"* ]]; then
+            # It ends the program, not this script: its missing results
+            # fail below.
+            echo "# $line"
         else
             echo "$line"
         fi
@@ -175,8 +223,7 @@ tap_include() {
     rc=$(cat "$rc_file")
     rm -f "$rc_file"
     if [ "$seen" != "${plan:-none}" ] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then
-        N=$((N + 1)) FAILED=$((FAILED + 1))
-        echo "not ok $N - $what ran to its end ($seen of ${plan:-?} tests, exit $rc)"
+        ktap_result fail "$what ran to its end ($seen of ${plan:-?} tests, exit $rc)"
     fi
     return "$rc"
 }
@@ -222,10 +269,14 @@ unittest_tap() {
     return "${PIPESTATUS[0]}"
 }
 
-# tap_end: the plan, after the tests it counts (TAP allows it last).
+# tap_end: the plan, after the tests it counts (TAP allows it last: what
+# tap_include passes on is known only once it ran), and the totals.  Not
+# ktap_finished, which exits and counts a known failure as a failure.
 tap_end() {
-    echo "1..$N"
+    [ -n "$KTAP_HEADER" ] || { ktap_print_header; KTAP_HEADER=1; }
+    ktap_set_plan "$N"
     echo "# $((N - FAILED))/$N passed"
+    ktap_print_totals
     [ "$FAILED" -eq 0 ]
 }
 

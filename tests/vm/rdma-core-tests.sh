@@ -101,9 +101,11 @@ fi
 } >"$LOGDIR/../rdma-core-suite.txt"
 sed 's/^/# /' "$LOGDIR/../rdma-core-suite.txt"
 
-# The ids of the tests a TAP file passed (not skipped).
+# The ids of the tests a TAP file passed (not skipped): qrdma's as
+# tap_include passes them on (KTAP, "ok N ID"), rxe's as
+# rdma-core-tests.py prints them ("ok N - ID").
 passed_ids() {
-    sed -nE '/# SKIP/d; s/^ok [0-9]+ - ([^ ]+).*/\1/p' "$1" | sort -u
+    sed -nE '/# SKIP/d; s/^ok [0-9]+ (- )?([^ ]+).*/\2/p' "$1" | sort -u
 }
 
 # The aim: every test that rxe passes, qrdma passes; the known gaps are
