@@ -366,6 +366,7 @@ static const struct {
     { "wire-ud-duplicates", offsetof(QrdmaCounters, ud_duplicates) },
     { "held-dropped", offsetof(QrdmaCounters, held_dropped) },
     { "dup-unmatched", offsetof(QrdmaCounters, dup_unmatched) },
+    { "acks-withheld", offsetof(QrdmaCounters, acks_withheld) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,

@@ -394,6 +394,8 @@ typedef struct QrdmaCounters {
     uint64_t held_dropped;
     /* duplicate requests no responder resource matched: not answered */
     uint64_t dup_unmatched;
+    /* ACKs of all taken not sent: ePSN - 1 was a response's */
+    uint64_t acks_withheld;
 } QrdmaCounters;
 
 /* A UD packet lately taken from the wire: see qrdma_wire_ud_seen(). */

@@ -344,6 +344,53 @@ static void qrdma_resp_ack(QrdmaCore *core, QrdmaQp *qp, uint32_t psn,
     qrdma_xmit(core, qp, &out);
 }
 
+/* The responder resources the QP has, at most the device's. */
+static uint32_t qrdma_resp_res_max(const QrdmaQp *qp)
+{
+    return MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
+}
+
+/*
+ * Whether psn is that of a response the responder answered with: of a
+ * READ, an atomic, a FLUSH or an ATOMIC_WRITE it keeps a resource for.
+ * ePSN - 1 is one when the request taken last was such.
+ */
+static bool qrdma_resp_psn_answered(const QrdmaQp *qp, uint32_t psn)
+{
+    uint32_t i;
+
+    for (i = 0; i < qrdma_resp_res_max(qp); i++) {
+        const QrdmaRespRes *res = &qp->resp.res[i];
+        int32_t d = qrdma_psn_diff(psn, res->psn);
+
+        if (res->kind != QRDMA_RES_NONE && d >= 0 && d < (int32_t)res->psns) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * The ACK of all the responder took, ePSN - 1, unless that PSN is a
+ * response's: an ACK does not complete a READ or an atomic, whose own
+ * responses do (and acknowledge what came before them), but a requester
+ * that has every response of a READ but its last may take an ACK of that
+ * PSN for it, and complete the READ without the last response's data
+ * (rxe's completer does, Linux 6.12).  The requester asks for the READ
+ * again, and its answer acknowledges all before it.
+ */
+static void qrdma_resp_ack_taken(QrdmaCore *core, QrdmaQp *qp)
+{
+    uint32_t psn = (qp->resp.epsn - 1) & QRDMA_PSN_MASK;
+
+    if (qrdma_resp_psn_answered(qp, psn)) {
+        core->counters.acks_withheld++;
+        trace_qrdma_resp_ack_withheld(qp->qpn, psn);
+        return;
+    }
+    qrdma_resp_ack(core, qp, psn, QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
+}
+
 /*
  * An RC QP that took requests is going away (moved to ERR or RESET, or
  * destroyed): it acknowledges once more all it took.  If its last ACK
@@ -361,8 +408,7 @@ void qrdma_resp_farewell(QrdmaCore *core, QrdmaQp *qp, uint8_t state)
         qp->resp.epsn == (le32_to_cpu(qp->attr.rq_psn) & QRDMA_PSN_MASK)) {
         return;
     }
-    qrdma_resp_ack(core, qp, qp->resp.epsn - 1,
-                   QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
+    qrdma_resp_ack_taken(core, qp);
 }
 
 /*
@@ -384,11 +430,6 @@ static void qrdma_resp_empty_read_resp(QrdmaCore *core, QrdmaQp *qp,
  * in place of the oldest of the QP's max_dest_rd_atomic.  Its answer
  * will take psns PSNs.
  */
-static uint32_t qrdma_resp_res_max(const QrdmaQp *qp)
-{
-    return MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
-}
-
 static QrdmaRespRes *qrdma_resp_keep(QrdmaQp *qp, QrdmaResKind kind,
                                      const QrdmaPkt *pkt, uint32_t psns)
 {
@@ -833,8 +874,7 @@ static void qrdma_resp_duplicate(QrdmaCore *core, QrdmaQp *qp,
         return;
     }
     if (!(flags & (QRDMA_OPF_ATOMIC | QRDMA_OPF_OTHER))) {
-        qrdma_resp_ack(core, qp, qp->resp.epsn - 1,
-                       QRDMA_AETH_ACK | QRDMA_AETH_NO_CREDITS);
+        qrdma_resp_ack_taken(core, qp);
         return;
     }
     res = qrdma_resp_res_of(qp, flags & QRDMA_OPF_ATOMIC ?

@@ -736,7 +736,8 @@ static int wire_answers(int fd, uint8_t *ops, uint8_t *aeth)
  * LAST).  One with another rkey (valid too), or a range the READ did not
  * ask for, or repeating a READ no resource keeps any more (with
  * max_dest_rd_atomic 1, an older one), is not answered.  A duplicate
- * SEND is acknowledged even without AckReq.  A READ of more
+ * SEND is acknowledged even without AckReq, but not with the PSN of a
+ * READ taken after it.  A READ of more
  * than 2^31 bytes is an invalid request, and with max_dest_rd_atomic 0 so
  * is any READ: NAK, and the QP fails.
  */
@@ -844,15 +845,39 @@ static void test_wire_read_duplicates(void *obj, void *data,
     g_assert_cmphex(aeth[0] & 0xe0, ==, 0);
     qrdma_dp_expect_no_cqe(&e1, &e1.cq);
 
+    /*
+     * ... but not once a READ was taken after it: all taken ends with the
+     * READ's response, and an ACK of its PSN could complete the READ at a
+     * requester that lost that response (rxe's does).
+     */
+    w = qrdma_dp_wqe_sge(0xa5, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100,
+                         e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x10);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa5, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_wire_send(sv[2], send, slen);
+    g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "acks-withheld"), ==, 1);
+    qrdma_dp_expect_no_cqe(&e1, &e1.cq);
+
     /* more than 2^31 bytes: NAK invalid request, the QP fails */
     memcpy(f, req, len);
-    wire_forge_read(f, len, psn + 5, e1.data, e1.rkey, 0x80000001u);
+    wire_forge_read(f, len, psn + 6, e1.data, e1.rkey, 0x80000001u);
     qrdma_dp_wire_send(sv[2], f, len);
-    /* and the ACK a QP that goes to ERR sends of what it took */
-    g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 2);
+    /*
+     * Not followed by the ACK a QP that goes to ERR sends of what it took:
+     * that ends with the READ's response too.
+     */
+    g_assert_cmpint(wire_answers(sv[2], ops, aeth), ==, 1);
     g_assert_cmphex(ops[0], ==, 0x11);
     g_assert_cmphex(aeth[0], ==, 0x61);
     g_assert_cmpuint(qp_state(&e1, b.qpn), ==, QRDMA_QPS_ERR);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "acks-withheld"), ==, 2);
 
     /* no responder resources at all: any READ is an invalid request */
     e1.max_dest_rd_atomic = 0;

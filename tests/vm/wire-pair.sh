@@ -484,6 +484,9 @@ nvme_fio_host() {
         --verify=crc32c --do_verify=1 --verify_fatal=1 --randseed=1 \
         >"$LOGDIR/fio.out" 2>&1 || rc=1
     grep -E 'err=|verify|READ:|WRITE:' "$LOGDIR/fio.out"
+    # What the host's transport went through, for a failure's reader:
+    # timeouts, reconnects, QP errors.
+    [ "$rc" = 0 ] || dmesg | grep -iE 'nvme|rdma|qrdma' | tail -n 20
     nvme_disconnect || rc=1
     [ "$rc" = 0 ] && echo "INFO: fio wrote $FIO_SIZE in blocks of 4-128 KiB and read every block back with its CRC32C correct"
     return "$rc"
