@@ -63,7 +63,7 @@ fi
 
 # N: the results so far; FAILED: those that count as failures (a known
 # failure, "# TODO", does not).
-N=0 FAILED=0
+N=0 FAILED=0 KNOWN=0
 KTAP_HEADER=
 declare -A QRDMA_TODO=()
 
@@ -80,7 +80,7 @@ ktap_result() {
         fail) ktap_test_fail "$2"; FAILED=$((FAILED + 1)) ;;
         # ktap_helpers.sh has no known failure (TAP's "not ok ... #
         # TODO"): its own printer, given the directive.
-        todo) __ktap_test "not ok" "$2" "TODO $3" ;;
+        todo) __ktap_test "not ok" "$2" "TODO $3"; KNOWN=$((KNOWN + 1)) ;;
     esac
     [[ $opts == *f* ]] || set +f
     N=$((KTAP_TESTNO - 1))
@@ -271,12 +271,14 @@ unittest_tap() {
 
 # tap_end: the plan, after the tests it counts (TAP allows it last: what
 # tap_include passes on is known only once it ran), and the totals.  Not
-# ktap_finished, which exits and counts a known failure as a failure.
+# ktap_finished, which exits and counts a known failure as a failure, nor
+# ktap_print_totals, whose xfail is always 0 (Linux 6.12): the same line,
+# with the known failures.
 tap_end() {
     [ -n "$KTAP_HEADER" ] || { ktap_print_header; KTAP_HEADER=1; }
     ktap_set_plan "$N"
     echo "# $((N - FAILED))/$N passed"
-    ktap_print_totals
+    echo "# Totals: pass:$KTAP_CNT_PASS fail:$KTAP_CNT_FAIL xfail:${KNOWN:-0} xpass:0 skip:$KTAP_CNT_SKIP error:0"
     [ "$FAILED" -eq 0 ]
 }
 
