@@ -73,7 +73,7 @@ bench_run() {
     local PAIR_TEST=$PAIR_TEST.$size.$try
     RUN_NO=$((RUN_NO + 1))
     p=$((19000 + RUN_NO))
-    pair_server_client "$LOGDIR/$prog-$size.$try" "$p" "$RUN_TIMEOUT" \
+    pair_server_client_shared "$LOGDIR/$prog-$size.$try" "$p" "$RUN_TIMEOUT" \
         "$prog" -d "$PAIR_DEV" -x "$PAIR_GID_INDEX" -F -p "$p" -s "$size" -n "$iters" -- \
         "$prog" -d "$PAIR_DEV" -x "$PAIR_GID_INDEX" -F -p "$p" -s "$size" -n "$iters" \
         "$PAIR_PEER_IP"

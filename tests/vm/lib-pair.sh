@@ -97,7 +97,7 @@ PAIR_NETDEV=${PAIR_NETDEV:-} PAIR_MAC=${PAIR_MAC:-}
 PAIR_PEER_DEV=${PAIR_PEER_DEV:-} PAIR_PEER_GID_INDEX=${PAIR_PEER_GID_INDEX:-}
 PAIR_PEER_MAC=${PAIR_PEER_MAC:-}
 # The running test, and why the peer is known not to answer any more.
-PAIR_TEST='' PAIR_PEER_LOST=''
+PAIR_TEST=${PAIR_TEST:-} PAIR_PEER_LOST=''
 declare -A PAIR_ARG=()
 
 # pair_arg NAME [DEFAULT]: qrdma.NAME of the kernel command line.
@@ -329,6 +329,9 @@ pair_run_tests() {
 # --- figures ----------------------------------------------------------------------
 
 pair_result() {
+    # For the host, which gathers the figures of both sides.
+    printf 'RESULT: %s\t%s\n' "$1" "$2"
+    [ -n "${LOGDIR:-}" ] && [ -e "$LOGDIR/results.tsv" ] || return 0
     printf '%s\t%s\t%s\n' "$PAIR_TEST" "$1" "$2" >>"$LOGDIR/results.tsv"
     pair_is a || printf '%s\t%s\t%s\n' "$PAIR_TEST" "$1" "$2" >>"$PAIR_DIR/b.results.tsv"
 }
@@ -357,19 +360,80 @@ pair_results_table() {
 
 # --- client and server ------------------------------------------------------------
 
-# pair_server_client OUT PORT TIMEOUT SERVER_CMD... -- CLIENT_CMD...: see
-# the head of this file.  A's half succeeds if its server does, B's if
-# its client does.
+# pair_server_client OUT PORT TIMEOUT SERVER_CMD... -- CLIENT_CMD...: a
+# test's server and client written once, for a host that runs this in A,
+# then in B.  A's half starts the server, waits until it listens on PORT
+# (TCP, or cm:PORT for an rdma_cm listener), says so on a line of
+# PAIR_SERVING's, and succeeds if its server does; B's runs the client,
+# which the host starts only once A's half has said that line, and
+# succeeds if its client does.  Each program is bounded by TIMEOUT s, its
+# output kept in OUT.server or OUT.client and printed.
 #
 # perftest's rdma_cm mode (-R) trades its parameters over one rdma_cm
 # connection and then connects the test QPs to a listener the server
 # makes only then; a client faster than its server (qrdma's, against a
 # server in a TCG VM) can come first, and the server's kernel rejects it
 # (REJ reason 8, invalid service ID), which the client does not retry:
-# it gives up, or crashes.  That one outcome runs the test again, server
-# and client, up to 3 times in all; any other is the test's.
-PAIR_RETRY=75
+# it gives up, or crashes.  B's half says so on a line of PAIR_AGAIN's,
+# and the host runs the test again, server and client, up to 3 times in
+# all; any other outcome is the test's.
+PAIR_SERVING='# serving:' PAIR_AGAIN='# again:'
+PAIR_SERVER_PID=/run/qrdma-pair-server.pid
 pair_server_client() {
+    local out=$1 port=$2 tmo=$3 server=() spid rc=0
+    shift 3
+    while [ "$1" != -- ]; do
+        server+=("$1")
+        shift
+    done
+    shift
+    if pair_is b; then
+        timeout "$tmo" "$@" >"$out.client" 2>&1 || rc=$?
+        echo "--- client: $* (exit $rc)"
+        cat "$out.client"
+        if [ "$rc" != 0 ] && grep -q 'RDMA_CM_EVENT_REJECTED; error: 8\.' "$out.client"; then
+            echo "$PAIR_AGAIN the client came before the server's rdma_cm listener (perftest -R)"
+        fi
+        return "$rc"
+    fi
+    timeout "$tmo" "${server[@]}" >"$out.server" 2>&1 &
+    spid=$!
+    echo "$spid" >"$PAIR_SERVER_PID"
+    if ! case $port in
+             cm:*) wait_listen_rdma "${port#cm:}" ;;
+             *) wait_listen "$port" ;;
+         esac; then
+        kill "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
+        rm -f "$PAIR_SERVER_PID"
+        echo "--- server: ${server[*]} (did not listen)"
+        cat "$out.server"
+        return 1
+    fi
+    echo "$PAIR_SERVING ${server[0]##*/} listens on $port"
+    # The server ends by itself once its client is done; one whose client
+    # failed may wait for it until its timeout, unless the host stops it
+    # first (pair_server_stop).
+    wait "$spid" || rc=$?
+    rm -f "$PAIR_SERVER_PID"
+    echo "--- server: ${server[*]} (exit $rc)"
+    cat "$out.server"
+    return "$rc"
+}
+
+# pair_server_stop: A's running server, of pair_server_client, stopped;
+# the half that started it goes on, and fails.
+pair_server_stop() {
+    local pid
+    pid=$(cat "$PAIR_SERVER_PID" 2>/dev/null) || return 0
+    kill "$pid" 2>/dev/null || true
+}
+
+# pair_server_client_shared OUT PORT TIMEOUT SERVER_CMD... -- CLIENT_CMD...:
+# pair_server_client through the shared directory, for run-vm-pair, the
+# test run again on PAIR_RETRY.
+PAIR_RETRY=75
+pair_server_client_shared() {
     local n rc
     for n in 1 2 3; do
         pair_server_client_once "$n" "$@"

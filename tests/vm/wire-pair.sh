@@ -1,75 +1,39 @@
-#!/bin/bash
-# RDMA between two VMs over RoCEv2 on a wire: the verbs examples with
-# their buffers checked, perftest (connected over TCP and over rdma_cm),
-# the rdma_cm examples and NVMe over RDMA, each with its server in VM A
-# and its client in VM B.  Each end is qrdma or rxe (the kinds), so one
-# script checks every pairing.  Run on the host by scripts/run-vm-pair,
-# which boots both guests with this script:
-#   scripts/run-vm-pair --kinds rxe-rxe wire-pair.sh
-#   scripts/run-vm-pair --kinds qrdma-rxe wire-pair.sh    # and so on
-# (qrdma kinds need scripts/build-driver, build-provider and install-guest
-# first).  qrdma.tests=NAME,NAME on the kernel command line of both
-# (run-vm-pair --append) runs only those between the setup and the final
-# checks, qrdma.tests=none none of them; qrdma.pp_iters, bw_iters and
-# lat_iters set the iterations of the pingpongs and perftests, and
-# qrdma.fio_size what nvme_fio writes and reads back (fio's --size).
-# A prints the TAP of both halves of each test; both exit nonzero if a
-# test failed.  The perftest figures: $QRDMA_OUT/wire-pair.tsv and .txt of
-# A (build/vm-out/NAME/a/); command output: $QRDMA_OUT/wire-pair/ of
-# each side.
-set -uo pipefail
-
-# run-vm copies the script to /qrdma/run: the libraries are in the checkout.
-# shellcheck source=lib-qrdma.sh
-. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-qrdma.sh"
-# shellcheck source=lib-pair.sh
-. "${QRDMA_SRC:-/qrdma/src}/tests/vm/lib-pair.sh"
+# shellcheck shell=bash
+# RDMA between two VMs over RoCEv2 on a wire: the guest halves of
+# tests/functional/test_wire_pair.py, which boots A and B, each end qrdma
+# or rxe (the kinds), and runs these functions in them, one test at a
+# time: the verbs examples with their buffers checked, perftest
+# (connected over TCP and over rdma_cm), the rdma_cm examples, UD and RNR
+# through tests/vm/wire-faults.c and NVMe over RDMA.  Sourced there after
+# lib-qrdma.sh and lib-pair.sh (and pair_args); never run.
+#
+# Each test is t_NAME in both VMs, a half that differs by role where it
+# must (pair_is): the server's in A, the client's in B.  The host starts
+# A's half, waits until it says its server listens (pair_server_client),
+# runs B's half, then waits for A's; NVMe's target comes up and goes
+# down in calls of its own around B's half.  Each half's status says how
+# it went (0 passed, 77 skipped, anything else failed), its "INFO: "
+# lines end up under the test's TAP line and its "RESULT: " lines in the
+# run's figures (pair_result).  The host passes the test's name and TCP
+# port as PAIR_TEST and PAIR_PORT, and the iterations as PP_ITERS,
+# BW_ITERS, LAT_ITERS and FIO_SIZE.  Command output: $QRDMA_OUT/wire-pair/
+# of each side.
 
 LOGDIR=${QRDMA_OUT:-/tmp}/wire-pair
-# Under TCG, with two guests on two cores: few iterations (qrdma.pp_iters,
-# qrdma.bw_iters, qrdma.lat_iters on the command line for more), and a
-# bound on each program.
-PP_ITERS=100 BW_ITERS=500 LAT_ITERS=500
+# Under TCG, with two guests on two cores: few iterations (the host
+# may ask for more), and a bound on each program.
+PP_ITERS=${PP_ITERS:-100} BW_ITERS=${BW_ITERS:-500} LAT_ITERS=${LAT_ITERS:-500}
+FIO_SIZE=${FIO_SIZE:-32M}
 RUN_TIMEOUT=60
 NQN=qrdma-wire-pair
-FIO_SIZE=32M
 UD_COUNT=2000
 RMW_COUNT=200
 
-WIRE_TESTS=(
-    rc_pingpong uc_pingpong ud_pingpong srq_pingpong rc_pingpong_ipv6
-    rc_pingpong_mtu4096
-    send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat
-    send_bw_cm write_bw_cm read_bw_cm atomic_bw_cm
-    send_lat_cm write_lat_cm read_lat_cm
-    rping rping_vlan ud_vlan ucmatose udaddy ud_datagrams rnr_forever rnr_finite rmw nvme nvme_fio
-)
+mkdir -p "$LOGDIR"
 
-describe() {
-    case $1 in
-        *_pingpong) echo "ibv_$1 -c (buffers checked), server on A, client on B" ;;
-        rc_pingpong_ipv6) echo "ibv_rc_pingpong -c on each side's IPv6 link-local RoCE v2 GID: RoCEv2 over IPv6" ;;
-        rc_pingpong_mtu4096) echo "ibv_rc_pingpong -c -m 4096 with both netdevs at MTU 9000: the port's active MTU follows (qrdma-qrdma only)" ;;
-        *_cm) echo "ib_${1%_cm} -R (rdma_cm), server on A, client on B" ;;
-        *_bw|*_lat) echo "ib_$1 (QPs traded over TCP), server on A, client on B" ;;
-        rping) echo "rping -V (data checked), server on A, client on B" ;;
-        rping_vlan) echo "rping -V over VLAN $VLAN_ID on each side's RoCE netdev: the CM's MADs carry the VLAN, and the receiver's completion must say so" ;;
-        ud_vlan) echo "UD datagrams from B to A over VLAN $VLAN_ID, each of A's completions naming that VLAN (ibv_wc_read_cvlan; a qrdma A only)" ;;
-        ucmatose) echo "ucmatose: rdma_cm RC connections, sends both ways" ;;
-        udaddy) echo "udaddy: rdma_cm UD, sends both ways" ;;
-        nvme) echo "NVMe over RDMA: nvmet-rdma on A serving a RAM disk, nvme-rdma on B: ext4 written, reconnected, checksums compared" ;;
-        nvme_fio) echo "NVMe over RDMA: fio on B writes A's namespace with verify=crc32c and reads every block back checked" ;;
-        ud_datagrams) echo "UD: $UD_COUNT numbered, checksummed datagrams from B to A; some may be lost, none may arrive corrupted or twice" ;;
-        rnr_forever) echo "RNR: A posts its receive 500 ms late; B's SEND with rnr_retry 7 waits through RNR NAKs and succeeds, the bytes checked" ;;
-        rnr_finite) echo "RNR: A posts no receive; B's SEND with rnr_retry 3 fails with RNR_RETRY_EXC_ERR after its retries" ;;
-        rmw) echo "IBA 1.5: $RMW_COUNT ATOMIC_WRITEs from B to A's memory, each followed by a FLUSH between the same kinds, every one completed, the last value found there" ;;
-        faults_met) echo "behind the impairing relay: the transports met its faults (duplicates, out-of-sequence requests, NAKs, retransmits or ICRC drops counted)" ;;
-    esac
-}
-
-# Each test talks on a port of its own (its number is the same on both
-# sides): no server ever meets a client of an earlier test.
-port() { echo $((18000 + N)); }
+# Each test talks on a port of its own (the host gives it, the same on
+# both sides): no server ever meets a client of an earlier test.
+port() { echo "$PAIR_PORT"; }
 
 # --- the verbs examples -----------------------------------------------------------
 
@@ -377,14 +341,11 @@ NVMET=/sys/kernel/config/nvmet
 NVME_DISK=/dev/ram0
 NVME_PORT=4420
 
-# A's half: nvmet-rdma on the wire address serving a 256 MiB brd RAM disk
-# (null_blk keeps no data), until B says it is done.
-nvme_target() {
-    local rc=0 word
-    if ! modprobe brd rd_nr=1 rd_size=262144 || ! modprobe nvmet-rdma; then
-        pair_signal "$PAIR_TEST.ready" fail
-        return 1
-    fi
+# A's half, before B's: nvmet-rdma on the wire address serving a 256 MiB
+# brd RAM disk (null_blk keeps no data), listening.
+nvme_target_up() {
+    pair_need_setup || return 1
+    modprobe brd rd_nr=1 rd_size=262144 && modprobe nvmet-rdma || return 1
     mkdir -p "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/ports/1" &&
         echo 1 >"$NVMET/subsystems/$NQN/attr_allow_any_host" &&
         echo -n "$NVME_DISK" >"$NVMET/subsystems/$NQN/namespaces/1/device_path" &&
@@ -394,20 +355,21 @@ nvme_target() {
         echo "$PAIR_IP" >"$NVMET/ports/1/addr_traddr" &&
         echo "$NVME_PORT" >"$NVMET/ports/1/addr_trsvcid" &&
         ln -s "$NVMET/subsystems/$NQN" "$NVMET/ports/1/subsystems/$NQN" &&
-        wait_listen_rdma "$NVME_PORT" || rc=1
-    if [ "$rc" = 0 ]; then
-        pair_signal "$PAIR_TEST.ready" ok
-        echo "INFO: $NQN on $PAIR_IP:$NVME_PORT, namespace $NVME_DISK (brd, 256 MiB)"
-        word=$(pair_wait "$PAIR_TEST.done" 600) || rc=1
-        echo "B's host side: exit ${word:-unknown}"
-    else
-        pair_signal "$PAIR_TEST.ready" fail
-    fi
+        wait_listen_rdma "$NVME_PORT" || return 1
+    echo "INFO: $NQN on $PAIR_IP:$NVME_PORT, namespace $NVME_DISK (brd, 256 MiB)"
+}
+
+# A's half, after B's: the target gone, whatever state nvme_target_up
+# left it in.
+nvme_target_down() {
+    local rc=0
     rm -f "$NVMET/ports/1/subsystems/$NQN"
-    rmdir "$NVMET/ports/1"
-    echo 0 >"$NVMET/subsystems/$NQN/namespaces/1/enable"
-    rmdir "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/subsystems/$NQN"
+    rmdir "$NVMET/ports/1" 2>/dev/null
+    [ ! -e "$NVMET/subsystems/$NQN/namespaces/1/enable" ] ||
+        echo 0 >"$NVMET/subsystems/$NQN/namespaces/1/enable"
+    rmdir "$NVMET/subsystems/$NQN/namespaces/1" "$NVMET/subsystems/$NQN" 2>/dev/null
     modprobe -r nvmet-rdma brd || rc=1
+    [ ! -e "$NVMET/subsystems/$NQN" ] || { echo "$NQN is still there"; rc=1; }
     return "$rc"
 }
 
@@ -430,13 +392,14 @@ nvme_disconnect() {
     timeout 60 nvme disconnect -n "$NQN"
 }
 
-# B's half: ext4 on the namespace, files of random bytes with their
+# t_nvme, B's half (the host runs nvme_target_up and nvme_target_down
+# on A around it): ext4 on the namespace, files of random bytes with their
 # checksums, unmounted and disconnected; connected again (nothing of the
 # disk in the page cache), mounted, the checksums compared.
-nvme_host() {
+t_nvme() {
     local ns mnt=/mnt/nvme src=/tmp/nvme-src s e i
+    pair_need_setup || return 1
     modprobe nvme-rdma || return 1
-    [ "$(pair_wait "$PAIR_TEST.ready" 120)" = ok ] || { echo "A's target did not come up"; return 1; }
     mkdir -p "$src/small" "$mnt"
     head -c 32M /dev/urandom >"$src/big" || return 1
     for i in $(seq 32); do
@@ -470,13 +433,13 @@ nvme_host() {
     echo "INFO: $(wc -l </tmp/nvme.sha256) files equal after a reconnect"
 }
 
-# B's half of nvme_fio: fio writes the namespace with a CRC32C in every
-# block and reads it all back, checking each (fio exits nonzero on one bad
-# block).
-nvme_fio_host() {
+# t_nvme_fio, B's half as t_nvme's: fio writes the namespace with a
+# CRC32C in every block and reads it all back, checking each (fio exits
+# nonzero on one bad block).
+t_nvme_fio() {
     local ns rc=0
+    pair_need_setup || return 1
     modprobe nvme-rdma || return 1
-    [ "$(pair_wait "$PAIR_TEST.ready" 120)" = ok ] || { echo "A's target did not come up"; return 1; }
     ns=$(nvme_connect) || return 1
     echo "INFO: $NQN over $PAIR_PEER_IP: $ns"
     timeout 600 fio --name=verify --filename="$ns" --ioengine=libaio --direct=1 \
@@ -491,22 +454,6 @@ nvme_fio_host() {
     [ "$rc" = 0 ] && echo "INFO: fio wrote $FIO_SIZE in blocks of 4-128 KiB and read every block back with its CRC32C correct"
     return "$rc"
 }
-
-# run_nvme HOST_HALF: nvmet on A, HOST_HALF on B.
-run_nvme() {
-    local rc=0
-    pair_need_setup || return 1
-    if pair_is a; then
-        nvme_target
-    else
-        "$1" || rc=$?
-        pair_signal "$PAIR_TEST.done" "$rc"
-        return "$rc"
-    fi
-}
-
-t_nvme() { run_nvme nvme_host; }
-t_nvme_fio() { run_nvme nvme_fio_host; }
 
 # --- faults -----------------------------------------------------------------------
 
@@ -526,24 +473,3 @@ t_faults_met() {
     done
     [ "$sum" -gt 0 ] || { echo "no recovery counted on $PAIR_DEV"; return 1; }
 }
-
-# --- the run ----------------------------------------------------------------------
-
-pair_init || { echo "Bail out! not a pair's guest"; exit 1; }
-PP_ITERS=$(pair_arg pp_iters "$PP_ITERS")
-BW_ITERS=$(pair_arg bw_iters "$BW_ITERS")
-LAT_ITERS=$(pair_arg lat_iters "$LAT_ITERS")
-FIO_SIZE=$(pair_arg fio_size "$FIO_SIZE")
-wanted=$(pair_arg tests)
-case $wanted in
-    '') ;;
-    none) WIRE_TESTS=() ;;
-    *) IFS=, read -r -a WIRE_TESTS <<<"$wanted" ;;
-esac
-TESTS=(setup ping "${WIRE_TESTS[@]}")
-# The counters move only if some RDMA test ran.
-[ ${#WIRE_TESTS[@]} -eq 0 ] || TESTS+=(wire_counters)
-# Behind run-vm-pair --relay, the faults must have been met.
-[ ${#WIRE_TESTS[@]} -eq 0 ] || [ "$(pair_arg relay)" != 1 ] || TESTS+=(faults_met)
-TESTS+=(device_down pair_dmesg_clean)
-pair_run_tests

@@ -53,6 +53,12 @@ class Result:
         return [line[6:] for line in self.output.splitlines()
                 if line.startswith('INFO: ')]
 
+    def figures(self):
+        """(figure, value) of each of its "RESULT: FIGURE<tab>VALUE" lines
+        (lib-pair.sh's pair_result)."""
+        return [tuple(line[8:].split('\t', 1)) for line in self.output.splitlines()
+                if line.startswith('RESULT: ') and '\t' in line]
+
     def describe(self):
         if self.rc is None:
             state = 'still running'

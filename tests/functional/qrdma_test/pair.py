@@ -246,15 +246,16 @@ class Pair:
         lines.append('"$@"')
         return ['bash', '-c', '\n'.join(lines), 'bash', func, *args]
 
-    def spawn(self, role, func, *args, timeout, script=None):
-        """A Job of func in role's guest (argv's)."""
+    def spawn(self, role, func, *args, timeout, script=None, env=None):
+        """A Job of func in role's guest (argv's), with env's variables
+        beside env()'s."""
         return self.vms[role].spawn(self.argv(func, *args, script=script),
-                                    timeout, env=self.env(role),
+                                    timeout, env={**self.env(role), **(env or {})},
                                     what=f'{role.upper()}: {shlex.join([func, *args])}')
 
-    def call(self, role, func, *args, timeout, script=None):
+    def call(self, role, func, *args, timeout, script=None, env=None):
         """func run to its end in role's guest: its Result."""
-        job = self.spawn(role, func, *args, timeout=timeout, script=script)
+        job = self.spawn(role, func, *args, timeout=timeout, script=script, env=env)
         result = job.finish()
         LOG.debug('%s\n%s', result.describe(), result.output)
         return result

@@ -13,6 +13,8 @@ which meson shows.
 """
 
 import logging
+import os
+import re
 import signal
 import sys
 import time
@@ -31,6 +33,13 @@ from .pair import ROLES, Pair
 SUMMARY = []
 # The guest's "skip this test" status, as lib-qrdma.sh's run_test has it.
 SKIP = 77
+# What A's half of a server and client says once its server listens, and
+# B's when its client came before an rdma_cm listener, which perftest's
+# client does not retry (lib-pair.sh's pair_server_client); and how often
+# a test runs then, server and client.
+PAIR_SERVING = r'^# serving:'
+PAIR_AGAIN = r'^# again:'
+SERVER_TRIES = 3
 
 
 def _harness_log(name):
@@ -68,10 +77,16 @@ class QrdmaTest(unittest.TestCase):
 
 class PairTest(QrdmaTest):
     """The steps of one scenario on two VMs.  A subclass says KINDS (A's
-    and B's: qrdma or rxe), NAME (the run's is NAME-KA-KB) and SCRIPT (its
+    and B's: qrdma or rxe), NAME (the run's is NAME-KA-KB, and
+    QRDMA_RUN_SUFFIX's end if the environment has one) and SCRIPT (its
     guest side's shell functions, a file of the checkout); RELAY (the
     relay's options), APPEND (both kernel command lines' end) if it wants
-    them."""
+    them.
+
+    The figures its guest halves give (pair_result) it keeps, under the
+    name of the step that ran them, and writes, once the scenario is over,
+    to build/vm-out/RUN/RUN.tsv (pair, test, figure, value) and, as a
+    table for people, RUN.txt, which ends the TAP too."""
 
     KINDS = None
     NAME = None
@@ -85,7 +100,8 @@ class PairTest(QrdmaTest):
     @classmethod
     def setUpClass(cls):
         kind_a, kind_b = tuple(cls.KINDS)
-        cls.run_name = f'{cls.NAME}-{kind_a}-{kind_b}'
+        cls.run_name = f'{cls.NAME}-{kind_a}-{kind_b}' + os.environ.get('QRDMA_RUN_SUFFIX', '')
+        cls.figures = []
         cls.started = time.monotonic()
         cls.log_path, handler = _harness_log(cls.run_name)
         cls.addClassCleanup(_close_harness_log, handler)
@@ -101,12 +117,40 @@ class PairTest(QrdmaTest):
                                 if not p.name.endswith('.qemu.log')))
         SUMMARY.append(f'{cls.run_name}: {time.monotonic() - cls.started:.0f} s; '
                        f'in {config.VM_LOGS}: {logs}, {cls.log_path.name}')
+        cls._write_figures()
         stats = cls.pair.out / 'relay.txt'
         if cls.RELAY and stats.exists():
             SUMMARY.extend(f'relay: {line}' for line in
                            stats.read_text(encoding='utf-8').splitlines())
 
+    @classmethod
+    def _write_figures(cls):
+        if not cls.figures:
+            return
+        pairing = '-'.join(cls.KINDS)
+        tsv = cls.pair.out / f'{cls.run_name}.tsv'
+        rows = ['\t'.join(('pair', 'test', 'figure', 'value'))]
+        rows += ['\t'.join((pairing, *figure)) for figure in cls.figures]
+        tsv.write_text('\n'.join(rows) + '\n', encoding='utf-8')
+        width = max(len(f'{test} {figure}') for test, figure, _ in cls.figures)
+        lines = [f'Two VMs over the wire, {cls.pair.label}']
+        lines += [f'{test + " " + figure:<{width}}  {value}'
+                  for test, figure, value in cls.figures]
+        (cls.pair.out / f'{cls.run_name}.txt').write_text('\n'.join(lines) + '\n',
+                                                          encoding='utf-8')
+        SUMMARY.extend(lines)
+
     # --- what a step says and checks ----------------------------------------------
+
+    @property
+    def step_name(self):
+        """The step's name: its method's without test_NN_."""
+        return self._testMethodName.split('_', 2)[-1]
+
+    def guest_env(self):
+        """More variables for the guest halves of this step (the step's own
+        settings)."""
+        return {}
 
     def need_setup(self):
         """A step's first line: it fails at once after a failed set-up."""
@@ -120,7 +164,9 @@ class PairTest(QrdmaTest):
 
     def _verdict(self, *results):
         """Passes, skips (a half said 77 and none failed) or fails with the
-        output of every half."""
+        output of every half; the figures of each kept, whichever."""
+        for r in results:
+            self.figures.extend((self.step_name, *figure) for figure in r.figures())
         if all(r.rc == 0 for r in results):
             for r in results:
                 for line in r.info_lines():
@@ -136,7 +182,7 @@ class PairTest(QrdmaTest):
         """The guest function func run in role's VM: its Result, unchecked."""
         try:
             return self.pair.call(role, func, *args, timeout=timeout,
-                                  script=self.SCRIPT)
+                                  script=self.SCRIPT, env=self.guest_env())
         except AgentError as exc:
             return self._diagnose(role, exc)
 
@@ -150,7 +196,7 @@ class PairTest(QrdmaTest):
         """func started in role's VM: its Job (agent.py)."""
         try:
             return self.pair.spawn(role, func, *args, timeout=timeout,
-                                   script=self.SCRIPT)
+                                   script=self.SCRIPT, env=self.guest_env())
         except AgentError as exc:
             return self._diagnose(role, exc)
 
@@ -177,6 +223,36 @@ class PairTest(QrdmaTest):
                 self._diagnose(role, exc)
         self._verdict(*results)
         return results
+
+    # --- a server in A and its client in B ---------------------------------------
+
+    def server_client_halves(self, func, *args, timeout, serving_timeout):
+        """func's server half in A and, once that says its server listens
+        (lib-pair.sh's pair_server_client), its client half in B: their
+        Results, A's and B's, unchecked.  A half that fails or skips before
+        its server listens ends the step.  Run again, up to SERVER_TRIES
+        times in all, when the client came before an rdma_cm listener."""
+        for attempt in range(1, SERVER_TRIES + 1):
+            server = self.spawn('a', func, *args, timeout=timeout)
+            serving = server.wait(serving_timeout, pattern=PAIR_SERVING)
+            if not serving.matched:
+                # Ended (a skip, or a failure), or stuck before it listens.
+                if not serving.done:
+                    server.signal(signal.SIGKILL)
+                self.finish('a', server)
+                self.fail(f'A\'s half did not serve:\n{serving.output}')
+            client = self.call('b', func, *args, timeout=timeout)
+            if client.rc != 0 and not server.wait(2).done:
+                # A server whose client failed may wait for it until its
+                # own timeout: its last words, then stopped.
+                self.call('a', 'pair_server_stop', timeout=30)
+            result = self.finish('a', server, check=False)
+            if (client.rc == 0 or attempt == SERVER_TRIES or
+                    not re.search(PAIR_AGAIN, client.output, re.M)):
+                return result, client
+            self.info(f'B: try {attempt}: the client came before the server\'s '
+                      'rdma_cm listener; again')
+        raise AssertionError('not reached')
 
     # --- the set-up most scenarios start with -------------------------------------------
 
