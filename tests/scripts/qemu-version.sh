@@ -50,12 +50,12 @@ vm_test() {
         "${QRDMA_DEV[@]}" >"$TAP_DETAILS" 2>&1
 }
 
-# wire_pair V: wire-pair.sh between two qrdma VMs on QEMU V, as meson's
-# vm-wire-qrdma-qrdma.
+# wire_pair V: test_wire_pair.py between two qrdma VMs on QEMU V, as
+# meson's vm-wire-qrdma-qrdma, its logs named for V.
 wire_pair() {
     TAP_DETAILS=$QRDMA_ROOT/build/vm-out/wire-qrdma-qrdma-qemu$1.tap
-    QRDMA_QEMU=$1 "$QRDMA_ROOT/scripts/run-vm-pair" --kinds qrdma-qrdma \
-        --name "wire-qrdma-qrdma-qemu$1" wire-pair.sh >"$TAP_DETAILS" 2>&1
+    QRDMA_QEMU=$1 QRDMA_RUN_SUFFIX=-qemu$1 "$QRDMA_ROOT/scripts/run-functional" \
+        test_wire_pair.py WireQrdmaQrdma >"$TAP_DETAILS" 2>&1
 }
 
 mkdir -p "$QRDMA_ROOT/build/vm-out" "$QRDMA_ROOT/build/logs"

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""perftest between two VMs, for scripts/bench (make bench), a class per
+pairing, lossless and through 1% loss:
+
+    scripts/run-functional bench_pair.py BenchPairQrdmaQrdma
+    QRDMA_BENCH_TESTS=write_bw_64k scripts/run-functional bench_pair.py BenchLossRxeRxe
+
+ib_write_bw and ib_send_bw at 4 KiB and 64 KiB, ib_send_lat and
+ib_read_lat at 8 B, and ib_write_bw over a sweep of message sizes, each
+run with its server in A and its client in B (tests/vm/bench-pair.sh's
+bench_run).  Each measurement is the median of TRIES runs
+(QRDMA_BENCH_TRIES).  The figures, in build/vm-out/RUN/RUN.tsv and .txt:
+per measurement, test (write_bw_4k, ..., sweep) and figure "PROG SIZE B
+UNIT" with the median as its value, "PROG SIZE B runs" with every run's,
+and "PROG SIZE B recovery ROLE" with the recovery counters of each side's
+device that moved meanwhile (retransmits, sequence errors, duplicates: RC
+recovering from frames lost on the wire); bandwidth is perftest's "BW
+average" in its default MiB/sec, latency its t_typical in usec.
+QRDMA_BENCH_TESTS (comma-separated) runs those tests only, QRDMA_BW_ITERS
+and QRDMA_LAT_ITERS set the iterations of the fixed-size runs, and
+QRDMA_BENCH_SWEEP (comma-separated bytes) the sizes of the sweep.
+"""
+
+import os
+import re
+import statistics
+
+from qrdma_test import PairTest, main
+from qrdma_test.pair import ROLES
+
+ALL_TESTS = ('write_bw_4k', 'write_bw_64k', 'send_bw_4k', 'send_bw_64k', 'send_lat',
+             'read_lat', 'sweep')
+TRIES = int(os.environ.get('QRDMA_BENCH_TRIES', '3'))
+# Two TCG guests of one vCPU on two cores: iterations that keep one run of
+# rxe's to a few seconds.
+BW_ITERS = int(os.environ.get('QRDMA_BW_ITERS', '1000'))
+LAT_ITERS = int(os.environ.get('QRDMA_LAT_ITERS', '1000'))
+# The sweep: powers of 4 from 64 B to 1 MiB, each run moving about
+# SWEEP_BYTES (within SWEEP_ITERS messages), so that the large sizes take
+# no longer than the small ones.
+SWEEP_SIZES = tuple(int(s) for s in os.environ.get(
+    'QRDMA_BENCH_SWEEP', '64,256,1024,4096,16384,65536,262144,1048576').split(','))
+SWEEP_BYTES = 16 << 20
+SWEEP_ITERS = (16, 1000)
+# Each run's TCP port: this and the run's number in the class, so that no
+# server ever meets a client of an earlier run.
+PORT_BASE = 19000
+# A half of one run: its programs are bounded by 90 s each.
+RUN_TIMEOUT = 240
+SERVING_TIMEOUT = 60
+
+
+def describe(name):
+    if name.endswith('_4k') or name.endswith('_64k'):
+        prog, size = name.rsplit('_', 1)
+        return f'ib_{prog} -s {4096 if size == "4k" else 65536}, median of {TRIES} runs'
+    if name.endswith('_lat'):
+        return f'ib_{name} -s 8, t_typical, median of {TRIES} runs'
+    return (f'ib_write_bw at {" ".join(map(str, SWEEP_SIZES))} B, median of {TRIES} '
+            'runs each')
+
+
+def _counters(text):
+    return dict(w.split('=', 1) for w in text.split() if '=' in w)
+
+
+class BenchSteps:
+    """setup and ping, TESTS, dmesg checked on both sides.  A subclass with
+    PairTest names the kinds (and RELAY, TESTS, ITERS if it wants other
+    than these)."""
+
+    SCRIPT = 'tests/vm/bench-pair.sh'
+    TESTS = ALL_TESTS
+    BW_ITERS = BW_ITERS
+    runs = 0
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        wanted = os.environ.get('QRDMA_BENCH_TESTS')
+        tests = list(cls.TESTS) if wanted is None else [t for t in wanted.split(',') if t]
+        for number, name in enumerate(['setup', 'ping', *tests, 'pair_dmesg_clean'], 1):
+            if name not in ('setup', 'ping', 'pair_dmesg_clean', *ALL_TESTS):
+                raise ValueError(f'no such bench test: {name}')
+            setattr(cls, f'test_{number:02d}_{name}', cls._step(name))
+
+    @staticmethod
+    def _step(name):
+        def step(self):
+            self.run_step(name)
+        step.__doc__ = {'setup': 'each side\'s device up on the wire, GID index and '
+                                 'address traded',
+                        'ping': 'ping across the wire both ways',
+                        'pair_dmesg_clean': 'dmesg on both sides has no WARNING/BUG/Oops/'
+                                            'lockdep report or qrdma error'
+                        }.get(name) or describe(name)
+        return step
+
+    def run_step(self, name):
+        if name == 'setup':
+            self.boot_and_trade()
+            return
+        if name == 'pair_dmesg_clean':
+            self.check_both('t_pair_dmesg_clean', timeout=60)
+            return
+        self.need_setup()
+        if name == 'ping':
+            self.check_both('t_ping', timeout=120)
+        elif name == 'sweep':
+            failed = []
+            for size in SWEEP_SIZES:
+                iters = min(max(SWEEP_BYTES // size, SWEEP_ITERS[0]), SWEEP_ITERS[1])
+                failed += self.bench('ib_write_bw', size, iters)
+            if failed:
+                self.fail('\n'.join(failed))
+        else:
+            prog, size = name.rsplit('_', 1)
+            size, iters = {'4k': (4096, self.BW_ITERS), '64k': (65536, self.BW_ITERS),
+                           'lat': (8, LAT_ITERS)}[size]
+            if size == 8:
+                prog = name
+            failed = self.bench(f'ib_{prog}', size, iters)
+            if failed:
+                self.fail('\n'.join(failed))
+
+    def recovery(self):
+        return {role: _counters(self.check(role, 'recovery_counters', timeout=30).output)
+                for role in ROLES}
+
+    def bench(self, prog, size, iters):
+        """TRIES runs of prog at size: the median of those that gave a
+        figure, every figure, and the recovery counters that moved, kept;
+        what each failed run printed."""
+        before = self.recovery()
+        values, unit, failed = [], '', []
+        for _ in range(TRIES):
+            type(self).runs += 1
+            self.port = PORT_BASE + self.runs
+            server, client = self.server_client_halves(
+                'bench_run', prog, str(size), str(iters), timeout=RUN_TIMEOUT,
+                serving_timeout=SERVING_TIMEOUT)
+            figure = re.search(r'^# figure: (\S+) (\S+)$', client.output, re.M)
+            if server.rc == 0 and client.rc == 0 and figure:
+                values.append(figure[1])
+                unit = figure[2]
+            else:
+                failed.append(f'--- {server.describe()}\n{server.output}\n'
+                              f'--- {client.describe()}\n{client.output}')
+        self.keep_recovery(f'{prog} {size} B', before, self.recovery())
+        if values:
+            median = statistics.median(float(v) for v in values)
+            self.figures.append((self.step_name, f'{prog} {size} B {unit}', f'{median:g}'))
+            self.figures.append((self.step_name, f'{prog} {size} B runs', ' '.join(values)))
+            self.info(f'{prog} -s {size} -n {iters}: {" ".join(values)} {unit}')
+        else:
+            failed.append(f'{prog} -s {size}: no run gave a figure')
+        return failed
+
+    def keep_recovery(self, what, before, after):
+        """The recovery counters of each side that moved from before to
+        after, as figures "WHAT recovery ROLE"."""
+        for role in ROLES:
+            moved = ' '.join(f'{k}+{int(after[role][k]) - int(v)}'
+                             for k, v in before[role].items()
+                             if after[role].get(k) != v) or 'none'
+            self.figures.append((self.step_name, f'{what} recovery {role}', moved))
+            self.info(f'{role.upper()}: recovery: {moved}')
+
+    port = None
+
+    def guest_env(self):
+        env = {'PAIR_TEST': self.step_name}
+        if self.port:
+            env['PAIR_PORT'] = str(self.port)
+        return env
+
+
+# Under 1% loss: ib_write_bw and ib_send_bw at 64 KiB, with fewer messages
+# than the lossless runs (rxe's goodput through loss is about 1 MiB/s under
+# TCG).
+LOSS = '--drop 0.01 --seed 1'
+LOSS_TESTS = ('write_bw_64k', 'send_bw_64k')
+LOSS_ITERS = 200
+
+
+class BenchPairQrdmaQrdma(BenchSteps, PairTest):
+    """Both ends qrdma."""
+    NAME = 'bench-pair'
+    KINDS = ('qrdma', 'qrdma')
+
+
+class BenchPairRxeRxe(BenchSteps, PairTest):
+    """Both ends rxe."""
+    NAME = 'bench-pair'
+    KINDS = ('rxe', 'rxe')
+
+
+class BenchLossQrdmaQrdma(BenchSteps, PairTest):
+    """Both ends qrdma, 1% of the frames lost."""
+    NAME = 'bench-loss'
+    KINDS = ('qrdma', 'qrdma')
+    RELAY = LOSS
+    TESTS = LOSS_TESTS
+    BW_ITERS = LOSS_ITERS
+
+
+class BenchLossRxeRxe(BenchSteps, PairTest):
+    """Both ends rxe, 1% of the frames lost."""
+    NAME = 'bench-loss'
+    KINDS = ('rxe', 'rxe')
+    RELAY = LOSS
+    TESTS = LOSS_TESTS
+    BW_ITERS = LOSS_ITERS
+
+
+if __name__ == '__main__':
+    main()
