@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Two VMs, A and B, joined by a wire: what scripts/run-vm-pair made,
-driven from the host.
+"""Two VMs, A and B, joined by a wire, driven from the host.
 
 The wire is a QEMU dgram netdev on a pair of unix sockets in a directory
 of the run's under $TMPDIR: each end names its own socket and its peer's,
@@ -136,7 +135,7 @@ class Pair:
     run: consoles build/vm-logs/NAME-a.log and NAME-b.log (a VM started
     again: NAME-b.life2.log), each guest's /qrdma/out in
     build/vm-out/NAME/a/ and b/.  smp, mem and append (the end of both
-    kernel command lines) as run-vm-pair's; relay: the relay's options, or
+    kernel command lines) as run-vm's; relay: the relay's options, or
     None for a plain wire."""
 
     def __init__(self, name, kind_a, kind_b, *, relay=None, smp=1,
