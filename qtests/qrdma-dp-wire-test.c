@@ -730,6 +730,28 @@ static int wire_answers(int fd, uint8_t *ops, uint8_t *aeth)
 }
 
 /*
+ * A READ of 100 bytes from a's QP through the relay, answered whole in one
+ * RDMA READ Response Only, and completed.
+ */
+static void wire_small_read(QrdmaDpEnv *e0, QrdmaDpQp *a, QrdmaDpEnv *e1,
+                            int *sv, uint64_t wr_id)
+{
+    struct qrdma_sq_wqe w;
+    uint8_t ops[1];
+
+    w = qrdma_dp_wqe_sge(wr_id, QRDMA_WR_RDMA_READ, e0->data + 4096 * 5, 100,
+                         e0->lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1->data + 4096 * 2);
+    w.rdma.rkey = cpu_to_le32(e1->rkey);
+    qrdma_dp_post_send(e0, a, &w);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x10);
+    qrdma_dp_expect_cqe(e0, &e0->cq, wr_id, a->qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+}
+
+/*
  * A duplicate READ is answered only from the responder resource of the
  * READ it repeats, and only for what that READ asked for: the same
  * request again, or the rest of it from one of its responses on (MIDDLE,
@@ -811,16 +833,7 @@ static void test_wire_read_duplicates(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "dup-unmatched"), ==, 3);
 
     /* a second READ takes the one resource: the first is no longer kept */
-    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100,
-                         e0.lkey);
-    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
-    w.rdma.rkey = cpu_to_le32(e1.rkey);
-    qrdma_dp_post_send(&e0, &a, &w);
-    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
-    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
-    g_assert_cmphex(ops[0], ==, 0x10);
-    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_READ,
-                        QRDMA_WC_SUCCESS);
+    wire_small_read(&e0, &a, &e1, sv, 0xa2);
     qrdma_dp_wire_send(sv[2], req, len);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "dup-unmatched"), ==, 4);
@@ -850,16 +863,7 @@ static void test_wire_read_duplicates(void *obj, void *data,
      * READ's response, and an ACK of its PSN could complete the READ at a
      * requester that lost that response (rxe's does).
      */
-    w = qrdma_dp_wqe_sge(0xa5, QRDMA_WR_RDMA_READ, e0.data + 4096 * 5, 100,
-                         e0.lkey);
-    w.rdma.remote_addr = cpu_to_le64(e1.data + 4096 * 2);
-    w.rdma.rkey = cpu_to_le32(e1.rkey);
-    qrdma_dp_post_send(&e0, &a, &w);
-    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
-    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
-    g_assert_cmphex(ops[0], ==, 0x10);
-    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa5, a.qpn, QRDMA_WC_RDMA_READ,
-                        QRDMA_WC_SUCCESS);
+    wire_small_read(&e0, &a, &e1, sv, 0xa5);
     qrdma_dp_wire_send(sv[2], send, slen);
     g_assert_cmpint(wire_answers(sv[2], ops, NULL), ==, 0);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "acks-withheld"), ==, 1);

@@ -32,6 +32,18 @@ def on_alarm(signum, frame):
     raise AssertionError('no completion event in 10 s')
 
 
+def wait_event(ch, cq):
+    """The next event of cq on ch, acknowledged.  ibv_get_cq_event blocks:
+    the alarm turns a lost event into a failure."""
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(10)
+    try:
+        ch.get_cq_event(cq)
+    finally:
+        signal.alarm(0)
+    cq.ack_events(1)
+
+
 class QrdmaSemanticsTest(QrdmaAPITestCase):
     """What libqrdma answers, verb by verb, on one qrdma device."""
 
@@ -536,14 +548,7 @@ class QrdmaSemanticsTest(QrdmaAPITestCase):
         cq.req_notify()
         self.recv(b, 1, 0, 64)
         a.post_send(SendWR(wr_id=2, num_sge=1, sg=[self.sge(self.mr, 0, 8)]))
-        # ibv_get_cq_event blocks: the alarm turns a lost event into a failure.
-        signal.signal(signal.SIGALRM, on_alarm)
-        signal.alarm(10)
-        try:
-            ch.get_cq_event(cq)
-        finally:
-            signal.alarm(0)
-        cq.ack_events(1)
+        wait_event(ch, cq)
         check(len(poll(cq, 2)) == 2, 'completions')
         # Armed for solicited only: an unsolicited SEND raises no event, a
         # solicited one does.
@@ -555,12 +560,7 @@ class QrdmaSemanticsTest(QrdmaAPITestCase):
         a.post_send(SendWR(wr_id=6, num_sge=1, sg=[self.sge(self.mr, 0, 8)],
                            send_flags=e.IBV_SEND_SIGNALED |
                            e.IBV_SEND_SOLICITED))
-        signal.alarm(10)
-        try:
-            ch.get_cq_event(cq)
-        finally:
-            signal.alarm(0)
-        cq.ack_events(1)
+        wait_event(ch, cq)
         check(len(poll(cq, 2)) == 2, 'solicited completions')
 
     def test_many_qps(self):
