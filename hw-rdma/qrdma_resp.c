@@ -350,6 +350,14 @@ static uint32_t qrdma_resp_res_max(const QrdmaQp *qp)
     return MIN(qp->attr.max_dest_rd_atomic, QRDMA_MAX_RD_ATOMIC);
 }
 
+/* Whether res is kept and its answer holds psn. */
+static bool qrdma_resp_res_holds(const QrdmaRespRes *res, uint32_t psn)
+{
+    int32_t d = qrdma_psn_diff(psn, res->psn);
+
+    return res->kind != QRDMA_RES_NONE && d >= 0 && d < (int32_t)res->psns;
+}
+
 /*
  * Whether psn is that of a response the responder answered with: of a
  * READ, an atomic, a FLUSH or an ATOMIC_WRITE it keeps a resource for.
@@ -360,10 +368,7 @@ static bool qrdma_resp_psn_answered(const QrdmaQp *qp, uint32_t psn)
     uint32_t i;
 
     for (i = 0; i < qrdma_resp_res_max(qp); i++) {
-        const QrdmaRespRes *res = &qp->resp.res[i];
-        int32_t d = qrdma_psn_diff(psn, res->psn);
-
-        if (res->kind != QRDMA_RES_NONE && d >= 0 && d < (int32_t)res->psns) {
+        if (qrdma_resp_res_holds(&qp->resp.res[i], psn)) {
             return true;
         }
     }
@@ -459,9 +464,8 @@ static const QrdmaRespRes *qrdma_resp_res_of(const QrdmaQp *qp,
 
     for (i = 0; i < qrdma_resp_res_max(qp); i++) {
         const QrdmaRespRes *res = &qp->resp.res[i];
-        int32_t d = qrdma_psn_diff(psn, res->psn);
 
-        if (res->kind == kind && d >= 0 && d < (int32_t)res->psns) {
+        if (res->kind == kind && qrdma_resp_res_holds(res, psn)) {
             return res;
         }
     }
