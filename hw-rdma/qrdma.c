@@ -274,6 +274,38 @@ static const VMStateDescription qrdma_vmstate_irq_pending = {
     },
 };
 
+/* The live RDMA resources and their transport state (qrdma_migration.c). */
+static bool qrdma_resources_needed(void *opaque)
+{
+    QrdmaState *s = opaque;
+
+    return qrdma_resources_in_use(&s->core) != 0;
+}
+
+static const VMStateDescription qrdma_vmstate_resources_sub = {
+    .name = "qrdma/resources",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = qrdma_resources_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT(core.mig, QrdmaState, 0, qrdma_vmstate_resources,
+                       QrdmaMigImage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* The counters a host watches go on counting on the destination. */
+static const VMStateDescription qrdma_vmstate_counters_sub = {
+    .name = "qrdma/counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT(core.counters, QrdmaState, 0, qrdma_vmstate_counters,
+                       QrdmaCounters),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription qrdma_vmstate = {
     .name = TYPE_QRDMA,
     .version_id = 1,
@@ -300,6 +332,8 @@ static const VMStateDescription qrdma_vmstate = {
     },
     .subsections = (const VMStateDescription * const []) {
         &qrdma_vmstate_irq_pending,
+        &qrdma_vmstate_resources_sub,
+        &qrdma_vmstate_counters_sub,
         NULL
     },
 };

@@ -299,6 +299,61 @@ typedef struct QrdmaMcast {
     uint32_t *qpn;                      /* max_mcast_qp_attach entries */
 } QrdmaMcast;
 
+/*
+ * The live resources as the migration stream carries them
+ * (qrdma_migration.c): the slots and generations of each table, the
+ * objects in it packed densely, their page lists and multicast members
+ * in flat arrays that the objects' counts slice.
+ */
+typedef enum QrdmaResKindIdx {
+    QRDMA_MIG_UCTX,
+    QRDMA_MIG_PD,
+    QRDMA_MIG_MR,
+    QRDMA_MIG_MW,
+    QRDMA_MIG_CQ,
+    QRDMA_MIG_SRQ,
+    QRDMA_MIG_QP,
+    QRDMA_MIG_AH,
+    QRDMA_MIG_MCAST,
+    QRDMA_MIG_TABLES,
+} QrdmaResKindIdx;
+
+typedef struct QrdmaMigTable {
+    const QrdmaTable *table;            /* the device's, which it mirrors */
+    uint32_t max;
+    uint32_t next;
+    uint8_t *gen;                       /* max entries */
+    uint32_t n;                         /* live objects */
+    uint32_t *slot;                     /* n entries: where each lives */
+} QrdmaMigTable;
+
+/* What a QP has beside the struct: its send records, its timer. */
+typedef struct QrdmaMigQp {
+    QrdmaQp qp;
+    QrdmaSent sent[QRDMA_SENT_MAX];
+    int64_t deadline;                   /* of its timer; -1: not running */
+} QrdmaMigQp;
+
+typedef struct QrdmaMigImage {
+    struct QrdmaCore *core;
+    /* Holds what a load brought, not page lists the tables own. */
+    bool loaded;
+    QrdmaMigTable t[QRDMA_MIG_TABLES];
+    uint32_t npages;
+    uint64_t *pages;                    /* of MRs, then of every ring */
+    uint32_t nmembers;
+    uint32_t *members;                  /* of multicast groups */
+    QrdmaUctx *uctx;
+    QrdmaPd *pd;
+    QrdmaMr *mr;
+    QrdmaMw *mw;
+    QrdmaCq *cq;
+    QrdmaSrq *srq;
+    QrdmaMigQp *qp;
+    QrdmaAh *ah;
+    QrdmaMcast *mcast;
+} QrdmaMigImage;
+
 /* Device limits, set by properties and fixed at realize. */
 typedef struct QrdmaLimits {
     uint32_t max_uctx;
@@ -465,7 +520,13 @@ typedef struct QrdmaCore {
     QrdmaDmaCache dma;
 
     QrdmaCounters counters;
-    Error *migration_blocker;
+    /*
+     * The VM runs: while it is stopped (for a migration's last pass, a
+     * savevm) nothing is sent, taken in or written to guest memory.
+     */
+    bool running;
+    VMChangeStateEntry *vm_state;
+    QrdmaMigImage mig;
 } QrdmaCore;
 
 struct QrdmaState {
@@ -505,6 +566,13 @@ void qrdma_eth_reg_write(QrdmaCore *core, hwaddr reg, uint64_t val);
 bool qrdma_eth_link_up(QrdmaCore *core);
 /* Checks the migrated Ethernet state as post_load does for the rest. */
 bool qrdma_eth_post_load(QrdmaCore *core);
+void qrdma_eth_resume(QrdmaCore *core);
 extern const VMStateDescription qrdma_vmstate_eth;
+
+/* qrdma_migration.c */
+void qrdma_mig_init(QrdmaCore *core);
+void qrdma_mig_cleanup(QrdmaCore *core);
+extern const VMStateDescription qrdma_vmstate_resources;
+extern const VMStateDescription qrdma_vmstate_counters;
 
 #endif /* HW_RDMA_QRDMA_H */

@@ -329,7 +329,6 @@ typedef uint8_t QrdmaCmdFn(QrdmaCore *core, uint32_t uctx,
 /* The names come from the header's QRDMA_CMD_LIST, with the opcodes. */
 typedef struct QrdmaCmdInfo {
     QrdmaCmdFn *fn;
-    bool creates;                       /* makes a resource */
 } QrdmaCmdInfo;
 
 static const QrdmaCmdInfo qrdma_cmds[] = {
@@ -339,29 +338,29 @@ static const QrdmaCmdInfo qrdma_cmds[] = {
     [QRDMA_CMD_SET_GID] = { qrdma_cmd_set_gid },
     [QRDMA_CMD_DEL_GID] = { qrdma_cmd_del_gid },
     [QRDMA_CMD_QUERY_STATS] = { qrdma_cmd_query_stats },
-    [QRDMA_CMD_CREATE_UCTX] = { qrdma_cmd_create_uctx, true },
+    [QRDMA_CMD_CREATE_UCTX] = { qrdma_cmd_create_uctx },
     [QRDMA_CMD_DESTROY_UCTX] = { qrdma_cmd_destroy_uctx },
-    [QRDMA_CMD_ALLOC_PD] = { qrdma_cmd_alloc_pd, true },
+    [QRDMA_CMD_ALLOC_PD] = { qrdma_cmd_alloc_pd },
     [QRDMA_CMD_DEALLOC_PD] = { qrdma_cmd_dealloc_pd },
-    [QRDMA_CMD_REG_MR] = { qrdma_cmd_reg_mr, true },
+    [QRDMA_CMD_REG_MR] = { qrdma_cmd_reg_mr },
     [QRDMA_CMD_DEREG_MR] = { qrdma_cmd_dereg_mr },
-    [QRDMA_CMD_ALLOC_MR] = { qrdma_cmd_alloc_mr, true },
-    [QRDMA_CMD_ALLOC_MW] = { qrdma_cmd_alloc_mw, true },
+    [QRDMA_CMD_ALLOC_MR] = { qrdma_cmd_alloc_mr },
+    [QRDMA_CMD_ALLOC_MW] = { qrdma_cmd_alloc_mw },
     [QRDMA_CMD_DEALLOC_MW] = { qrdma_cmd_dealloc_mw },
-    [QRDMA_CMD_CREATE_CQ] = { qrdma_cmd_create_cq, true },
+    [QRDMA_CMD_CREATE_CQ] = { qrdma_cmd_create_cq },
     [QRDMA_CMD_DESTROY_CQ] = { qrdma_cmd_destroy_cq },
     [QRDMA_CMD_RESIZE_CQ] = { qrdma_cmd_resize_cq },
-    [QRDMA_CMD_CREATE_QP] = { qrdma_cmd_create_qp, true },
+    [QRDMA_CMD_CREATE_QP] = { qrdma_cmd_create_qp },
     [QRDMA_CMD_MODIFY_QP] = { qrdma_cmd_modify_qp },
     [QRDMA_CMD_QUERY_QP] = { qrdma_cmd_query_qp },
     [QRDMA_CMD_DESTROY_QP] = { qrdma_cmd_destroy_qp },
-    [QRDMA_CMD_CREATE_SRQ] = { qrdma_cmd_create_srq, true },
+    [QRDMA_CMD_CREATE_SRQ] = { qrdma_cmd_create_srq },
     [QRDMA_CMD_MODIFY_SRQ] = { qrdma_cmd_modify_srq },
     [QRDMA_CMD_QUERY_SRQ] = { qrdma_cmd_query_srq },
     [QRDMA_CMD_DESTROY_SRQ] = { qrdma_cmd_destroy_srq },
-    [QRDMA_CMD_CREATE_AH] = { qrdma_cmd_create_ah, true },
+    [QRDMA_CMD_CREATE_AH] = { qrdma_cmd_create_ah },
     [QRDMA_CMD_DESTROY_AH] = { qrdma_cmd_destroy_ah },
-    [QRDMA_CMD_ATTACH_MCAST] = { qrdma_cmd_attach_mcast, true },
+    [QRDMA_CMD_ATTACH_MCAST] = { qrdma_cmd_attach_mcast },
     [QRDMA_CMD_DETACH_MCAST] = { qrdma_cmd_detach_mcast },
 };
 
@@ -392,11 +391,6 @@ static uint8_t qrdma_cmd_exec(QrdmaCore *core, const struct qrdma_cmd *cmd,
         qrdma_table_lookup(&core->uctx_table, uctx) < 0) {
         return qrdma_no_handle(core, "user context", uctx);
     }
-    if (info->creates && !qrdma_block_migration(core)) {
-        QRDMA_GUEST_ERR(core, qrdma_err_cmd_migrating,
-                        "%s: a migration is running", core->cmdq.cur_name);
-        return QRDMA_STATUS_BUSY;
-    }
     return info->fn(core, uctx, cmd, cmpl);
 }
 
@@ -409,7 +403,7 @@ void qrdma_cmdq_process(void *opaque)
     bool completed = false;
 
     /* Only a ready device runs commands (not a fatal one, say). */
-    if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
+    if (!(core->dev_status & QRDMA_DEV_STATUS_READY) || !core->running) {
         return;
     }
     qrdma_dp_drain(core);
@@ -463,7 +457,6 @@ void qrdma_cmdq_process(void *opaque)
         completed = true;
     }
 
-    qrdma_unblock_migration(core);
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
         return;
     }

@@ -537,6 +537,14 @@ void qrdma_comp_timer(void *opaque)
 {
     QrdmaQp *qp = opaque;
 
+    /*
+     * The virtual clock stands while the VM is stopped; only a qtest
+     * moves it then.  The wait ends once the VM runs again.
+     */
+    if (!qp->core->running) {
+        timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + SCALE_MS);
+        return;
+    }
     qrdma_engine_enter(qp, QRDMA_ENGINE_COMP);
     qrdma_comp_expired(qp->core, qp);
     qrdma_engine_leave(qp, QRDMA_ENGINE_COMP);

@@ -12,7 +12,7 @@
 #include "qemu/main-loop.h"
 #include "qapi/error.h"
 #include "hw/pci/msix.h"
-#include "migration/blocker.h"
+#include "system/runstate.h"
 #include "qrdma.h"
 #include "qrdma_dp.h"
 #include "qrdma_cmd.h"
@@ -382,15 +382,45 @@ void qrdma_core_reset(QrdmaCore *core)
     /* The counters are the host's: a guest reset does not clear them. */
 }
 
+/*
+ * The data path stops with the VM and goes on with it: what a stopped
+ * source sent, placed or completed after its last pass would be lost to
+ * the destination, or done twice.  The bottom halves find the device
+ * stopped and do nothing; here they are woken for what waited.
+ */
+static void qrdma_vm_state_change(void *opaque, bool running, RunState state)
+{
+    QrdmaCore *core = opaque;
+
+    core->running = running;
+    trace_qrdma_vm_state(running, RunState_str(state));
+    if (!running) {
+        return;
+    }
+    if ((core->dev_status & QRDMA_DEV_STATUS_READY) &&
+        core->cmdq.pi != core->cmdq.ci) {
+        qemu_bh_schedule(core->cmdq.bh);
+    }
+    if (core->irq_pending) {
+        qemu_bh_schedule(core->irq_bh);
+    }
+    qrdma_dp_resume(core);
+    qrdma_eth_resume(core);
+}
+
 void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp)
 {
     core->owner = owner;
+    core->running = runstate_is_running();
+    core->vm_state = qemu_add_vm_change_state_handler(qrdma_vm_state_change,
+                                                      core);
     core->cmdq.bh = qemu_bh_new_guarded(qrdma_cmdq_process, core,
                                         &DEVICE(owner)->mem_reentrancy_guard);
     core->irq_bh = qemu_bh_new_guarded(qrdma_irq_bh, core,
                                        &DEVICE(owner)->mem_reentrancy_guard);
     qrdma_resources_init(core);
     qrdma_dp_realize(core);
+    qrdma_mig_init(core);
 }
 
 void qrdma_core_unrealize(QrdmaCore *core)
@@ -403,16 +433,16 @@ void qrdma_core_unrealize(QrdmaCore *core)
     qrdma_dp_unrealize(core);
     qrdma_resources_free(core);
     qrdma_dma_cleanup(core);
-    if (core->migration_blocker) {
-        migrate_del_blocker(&core->migration_blocker);
-    }
+    qrdma_mig_cleanup(core);
+    qemu_del_vm_change_state_handler(core->vm_state);
+    core->vm_state = NULL;
 }
 
 /*
  * A migration stream is guest-controlled input like any other: accept only
- * register contents the device itself could have produced.  Live resources
- * never migrate (a migration blocker stands while any exists), so the
- * stream holds none.
+ * register contents the device itself could have produced.  The resources
+ * came before, in their subsection, each checked as it was unpacked
+ * (qrdma_migration.c).
  */
 bool qrdma_core_post_load(QrdmaCore *core)
 {
@@ -476,11 +506,6 @@ bool qrdma_core_post_load(QrdmaCore *core)
                                   "not exist");
         return false;
     }
-    if (ready && core->cmdq.pi != core->cmdq.ci) {
-        qemu_bh_schedule(core->cmdq.bh);
-    }
-    if (core->irq_pending) {
-        qemu_bh_schedule(core->irq_bh);
-    }
+    /* The VM is stopped: its start wakes what waits (qrdma_vm_state_change) */
     return true;
 }

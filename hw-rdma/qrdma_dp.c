@@ -298,6 +298,9 @@ static void qrdma_dp_run(void *opaque)
     bool answers;
     QrdmaQp *qp;
 
+    if (!core->running) {
+        return;
+    }
     /* Answers first: peers wait for them, and they hold requests back. */
     answers = qrdma_dp_run_answers(core);
     /*
@@ -341,6 +344,14 @@ void qrdma_dp_drain(QrdmaCore *core)
     qrdma_fabric_deliver(core->port.fabric, QRDMA_DRAIN_FABRIC_BYTES);
 }
 
+void qrdma_dp_resume(QrdmaCore *core)
+{
+    if (!QSIMPLEQ_EMPTY(&core->work) || !QSIMPLEQ_EMPTY(&core->answers)) {
+        qemu_bh_schedule(core->dp_bh);
+    }
+    qrdma_fabric_resume(core->port.fabric);
+}
+
 void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp)
 {
     if (!qp->queued) {
@@ -366,7 +377,7 @@ void qrdma_dp_kick(QrdmaCore *core, QrdmaQp *qp)
 static void qrdma_qp_sq_doorbell(QrdmaCore *core, QrdmaQp *qp)
 {
     if (qp->queued || !QSIMPLEQ_EMPTY(&core->work) ||
-        qp->state != QRDMA_QPS_RTS) {
+        qp->state != QRDMA_QPS_RTS || !core->running) {
         qrdma_dp_kick(core, qp);
         return;
     }
@@ -539,6 +550,37 @@ void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp)
     qp->sent = g_new0(QrdmaSent, QRDMA_SENT_MAX);
     qp->core = core;
     qp->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_comp_timer, qp);
+}
+
+void qrdma_dp_qp_loaded(QrdmaCore *core, QrdmaQp *qp, const QrdmaSent *sent,
+                        int64_t deadline)
+{
+    qp->mtu = qrdma_qp_mtu_of(qp);
+    qp->sent = g_memdup2(sent, sizeof(QrdmaSent) * QRDMA_SENT_MAX);
+    qp->core = core;
+    qp->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_comp_timer, qp);
+    if (deadline >= 0) {
+        timer_mod(qp->timer, deadline);
+    }
+    qp->engines = 0;
+    qp->wqe.valid = false;
+    /* Requests the source held while answering a READ: lost, as on a wire */
+    QSIMPLEQ_INIT(&qp->resp.held);
+    qp->resp.nheld = 0;
+    /* Its sink is looked up again, in MRs that migrated with it. */
+    qp->resp.mr_gen = core->mr_gen - 1;
+    if (qp->queued) {
+        QSIMPLEQ_INSERT_TAIL(&core->work, qp, next);
+    }
+    if (qp->resp.answer_queued) {
+        QSIMPLEQ_INSERT_TAIL(&core->answers, qp, resp.answer_next);
+    }
+}
+
+int64_t qrdma_dp_qp_deadline(const QrdmaQp *qp)
+{
+    return qp->timer && timer_pending(qp->timer) ?
+           timer_expire_time_ns(qp->timer) : -1;
 }
 
 static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)

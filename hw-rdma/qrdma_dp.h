@@ -36,6 +36,16 @@ void qrdma_dp_drain(QrdmaCore *core);
 void qrdma_dp_qp_created(QrdmaCore *core, QrdmaQp *qp);
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from);
 void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp);
+/* The VM goes on: run what was queued while it was stopped. */
+void qrdma_dp_resume(QrdmaCore *core);
+/*
+ * A QP a migration brought, its fields checked: what the host keeps of it
+ * beside them made anew, its timer set to the deadline (-1: none).
+ */
+void qrdma_dp_qp_loaded(QrdmaCore *core, QrdmaQp *qp, const QrdmaSent *sent,
+                        int64_t deadline);
+/* The deadline of qp's timer, -1 if it does not run. */
+int64_t qrdma_dp_qp_deadline(const QrdmaQp *qp);
 
 /* qrdma_dp.c: for the engines */
 /* The longest message (IBA 9.4.1). */

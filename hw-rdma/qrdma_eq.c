@@ -38,6 +38,9 @@ void qrdma_irq_bh(void *opaque)
 {
     QrdmaCore *core = opaque;
 
+    if (!core->running) {
+        return;
+    }
     /*
      * A message may reset this device, which clears irq_pending, or make
      * a peer deliver into it, which adds to it: re-read it after each.

@@ -427,7 +427,7 @@ static void qrdma_eth_tx_bh(void *opaque)
     uint32_t budget;
     uint32_t done = 0;
 
-    if (!qrdma_eth_enabled(eth)) {
+    if (!qrdma_eth_enabled(eth) || !core->running) {
         return;
     }
 
@@ -692,12 +692,17 @@ bool qrdma_eth_post_load(QrdmaCore *core)
             return false;
         }
     }
+    return true;
+}
 
-    /* A doorbell the source had not served yet. */
-    if (eth->tx.pi != eth->tx.ci) {
+/* The VM goes on: a doorbell written before it stopped is served now. */
+void qrdma_eth_resume(QrdmaCore *core)
+{
+    QrdmaEth *eth = &core->eth;
+
+    if (qrdma_eth_enabled(eth) && eth->tx.pi != eth->tx.ci) {
         qemu_bh_schedule(eth->tx_bh);
     }
-    return true;
 }
 
 static const VMStateDescription qrdma_vmstate_eth_ring = {

@@ -12,6 +12,7 @@
 #include "qemu/module.h"
 #include "qemu/units.h"
 #include "hw/qdev-core.h"
+#include "system/runstate.h"
 #include "qrdma.h"
 #include "qrdma-qemu-compat.h"
 #include "qrdma_fabric.h"
@@ -135,7 +136,7 @@ void qrdma_fabric_deliver(QrdmaFabric *fabric, uint64_t bytes)
     QrdmaFabricPkt *q;
 
     /* Packets queued by the engines it runs are taken by this loop. */
-    if (!fabric || fabric->delivering) {
+    if (!fabric || fabric->delivering || !runstate_is_running()) {
         return;
     }
     fabric->delivering = true;
@@ -147,6 +148,13 @@ void qrdma_fabric_deliver(QrdmaFabric *fabric, uint64_t bytes)
     }
     fabric->delivering = false;
     if (!QSIMPLEQ_EMPTY(&fabric->queue)) {
+        qemu_bh_schedule(fabric->bh);
+    }
+}
+
+void qrdma_fabric_resume(QrdmaFabric *fabric)
+{
+    if (fabric && !QSIMPLEQ_EMPTY(&fabric->queue)) {
         qemu_bh_schedule(fabric->bh);
     }
 }

@@ -87,6 +87,9 @@ void qrdma_fabric_requeue(QrdmaFabricPort *port, QrdmaPkt *pkt);
  */
 void qrdma_fabric_deliver(QrdmaFabric *fabric, uint64_t bytes);
 
+/* The VM goes on: deliver what waited while it was stopped. */
+void qrdma_fabric_resume(QrdmaFabric *fabric);
+
 /* Whether packets wait on the queue. */
 bool qrdma_fabric_pending(const QrdmaFabric *fabric);
 

@@ -396,6 +396,21 @@ void qrdma_qp_clear_attr(QrdmaQp *qp)
     qp->attr.port_num = 1;
 }
 
+void qrdma_qp_set_caps(QrdmaQp *qp)
+{
+    bool has_srq = qp->srq != QRDMA_HANDLE_NONE;
+
+    /* The real caps: the whole rings, and all a fixed-size WQE holds. */
+    memset(&qp->cap, 0, sizeof(qp->cap));
+    qp->cap.max_send_wr = 1u << qp->sq_log2;
+    qp->cap.max_send_sge = QRDMA_MAX_SEND_SGE;
+    qp->cap.max_inline_data = QRDMA_MAX_INLINE;
+    if (!has_srq) {
+        qp->cap.max_recv_wr = 1u << qp->rq_log2;
+        qp->cap.max_recv_sge = QRDMA_MAX_RECV_SGE;
+    }
+}
+
 static void qrdma_qp_init(QrdmaCore *core, QrdmaQp *qp, uint32_t uctx,
                           const struct qrdma_cmd_create_qp *c,
                           const QrdmaQpRefs *r)
@@ -412,14 +427,7 @@ static void qrdma_qp_init(QrdmaCore *core, QrdmaQp *qp, uint32_t uctx,
     qp->srq = has_srq ? core->srq[r->srq].handle : QRDMA_HANDLE_NONE;
     qp->sq_log2 = c->sq_log2;
     qp->rq_log2 = has_srq ? 0 : c->rq_log2;
-    /* The real caps: the whole rings, and all a fixed-size WQE holds. */
-    qp->cap.max_send_wr = 1u << c->sq_log2;
-    qp->cap.max_send_sge = QRDMA_MAX_SEND_SGE;
-    qp->cap.max_inline_data = QRDMA_MAX_INLINE;
-    if (!has_srq) {
-        qp->cap.max_recv_wr = 1u << c->rq_log2;
-        qp->cap.max_recv_sge = QRDMA_MAX_RECV_SGE;
-    }
+    qrdma_qp_set_caps(qp);
     qp->attr.port_num = 1;
 
     core->pd[r->pd].refs++;
@@ -485,12 +493,7 @@ uint8_t qrdma_qp_create(QrdmaCore *core, uint32_t uctx,
     return QRDMA_STATUS_OK;
 }
 
-/*
- * The attribute of mask whose value a modify may not set, or 0.  Each
- * is checked only when mask sets it.
- */
-static uint32_t qrdma_qp_bad_value(const struct qrdma_qp_attr *a,
-                                   uint32_t mask)
+uint32_t qrdma_qp_bad_value(const struct qrdma_qp_attr *a, uint32_t mask)
 {
     const struct {
         uint32_t attr;

@@ -31,6 +31,13 @@ uint8_t qrdma_qp_create(QrdmaCore *core, uint32_t uctx,
 /* MODIFY_QP: the QP in *qp, and in *from its state before the change. */
 /* The attributes of a QP in RESET: none set, port 1. */
 void qrdma_qp_clear_attr(QrdmaQp *qp);
+/* The caps a QP has: its whole rings, and all a fixed-size WQE holds. */
+void qrdma_qp_set_caps(QrdmaQp *qp);
+/*
+ * The attribute of mask whose value a modify may not set, or 0.  Each
+ * is checked only when mask sets it.
+ */
+uint32_t qrdma_qp_bad_value(const struct qrdma_qp_attr *a, uint32_t mask);
 uint8_t qrdma_qp_modify(QrdmaCore *core, uint32_t uctx,
                         const struct qrdma_cmd *cmd, QrdmaQp **qp,
                         uint8_t *from);

@@ -7,13 +7,12 @@
  *
  * One table per kind of object (user contexts, PDs, MRs, MWs, CQs, SRQs,
  * QPs, AHs, multicast groups), sized by the device's limits, and the
- * objects in it; the commands of each kind are in its own file.  While
- * any object lives, a migration blocker stands.
+ * objects in it; the commands of each kind are in its own file, and what
+ * migrates of them in qrdma_migration.c.
  */
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "migration/blocker.h"
 #include "qrdma.h"
 #include "qrdma_mr.h"
 #include "qrdma_resources.h"
@@ -25,35 +24,6 @@ uint32_t qrdma_resources_in_use(QrdmaCore *core)
            core->cq_table.in_use +
            core->qp_table.in_use + core->srq_table.in_use +
            core->ah_table.in_use + core->mcast_table.in_use;
-}
-
-/*
- * Live resources do not migrate yet: a blocker stands while any exists.  A
- * command that would create the first one while a migration is already
- * running fails instead, so nothing is ever lost silently.
- */
-bool qrdma_block_migration(QrdmaCore *core)
-{
-    Error *err = NULL;
-
-    if (core->migration_blocker) {
-        return true;
-    }
-    error_setg(&core->migration_blocker,
-               "qrdma: the device holds RDMA resources, which cannot "
-               "migrate; destroy them (unload the driver) first");
-    if (migrate_add_blocker(&core->migration_blocker, &err) < 0) {
-        error_free(err);
-        return false;
-    }
-    return true;
-}
-
-void qrdma_unblock_migration(QrdmaCore *core)
-{
-    if (core->migration_blocker && !qrdma_resources_in_use(core)) {
-        migrate_del_blocker(&core->migration_blocker);
-    }
 }
 
 void qrdma_resources_init(QrdmaCore *core)
@@ -132,7 +102,6 @@ void qrdma_resources_reset(QrdmaCore *core)
         t->next = t->first;
     }
     memset(core->gid, 0, sizeof(core->gid));
-    qrdma_unblock_migration(core);
 }
 
 void qrdma_resources_free(QrdmaCore *core)

@@ -18,13 +18,4 @@ void qrdma_resources_reset(QrdmaCore *core);
 void qrdma_resources_free(QrdmaCore *core);
 uint32_t qrdma_resources_in_use(QrdmaCore *core);
 
-/*
- * The migration blocker that stands while any resource lives: false if
- * it cannot be added (a migration is running), and the command that
- * would create one fails.
- */
-bool qrdma_block_migration(QrdmaCore *core);
-/* Lifted once no resource is left. */
-void qrdma_unblock_migration(QrdmaCore *core);
-
 #endif /* HW_RDMA_QRDMA_RESOURCES_H */

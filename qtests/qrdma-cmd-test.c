@@ -811,61 +811,6 @@ static void test_ring_not_ram(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qrdma_t_alloc_pd(&t, 0), !=, 0);
 }
 
-static bool migrate_ok(QTestState *qts, const char *uri)
-{
-    QDict *rsp = qtest_qmp(qts, "{ 'execute': 'migrate', 'arguments': "
-                           "{ 'uri': %s } }", uri);
-    bool ok = !qdict_haskey(rsp, "error");
-
-    if (!ok) {
-        QDict *err = qdict_get_qdict(rsp, "error");
-
-        g_assert_nonnull(strstr(qdict_get_str(err, "desc"), "qrdma"));
-    }
-    qobject_unref(rsp);
-    return ok;
-}
-
-static void wait_migration_done(QTestState *qts)
-{
-    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-
-    for (;;) {
-        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
-        QDict *ret = qdict_get_qdict(rsp, "return");
-        const char *status = qdict_haskey(ret, "status") ?
-                             qdict_get_str(ret, "status") : "none";
-        bool done = !strcmp(status, "completed");
-
-        g_assert_cmpstr(status, !=, "failed");
-        qobject_unref(rsp);
-        if (done) {
-            return;
-        }
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(10000);
-    }
-}
-
-/* Live resources block migration; with none the device migrates. */
-static void test_migration_blocker(void *obj, void *data,
-                                   QGuestAllocator *alloc)
-{
-    g_autofree char *uri = g_strdup_printf("file:%s/qrdma-mig-%d",
-                                           g_get_tmp_dir(), getpid());
-    uint32_t pd;
-    QrdmaT t;
-
-    qrdma_t_init(&t, obj, alloc, 4);
-    pd = qrdma_t_alloc_pd(&t, 0);
-    g_assert_false(migrate_ok(t.qts, uri));
-    g_assert_cmpuint(qrdma_t_destroy(&t, QRDMA_CMD_DEALLOC_PD, 0, pd), ==,
-                     QRDMA_STATUS_OK);
-    g_assert_true(migrate_ok(t.qts, uri));
-    wait_migration_done(t.qts);
-    g_unlink(uri + strlen("file:"));
-}
-
 static void qrdma_cmd_register_tests(void)
 {
     QOSGraphTestOptions small = {
@@ -898,8 +843,6 @@ static void qrdma_cmd_register_tests(void)
     qos_add_test("cmd/reset-in-flight", QRDMA_NODE_CMD,
                  test_reset_in_flight, NULL);
     qos_add_test("cmd/ring-not-ram", QRDMA_NODE_CMD, test_ring_not_ram, NULL);
-    qos_add_test("cmd/migration-blocker", QRDMA_NODE_CMD,
-                 test_migration_blocker, NULL);
 }
 
 libqos_init(qrdma_cmd_register_tests);

@@ -1,0 +1,452 @@
+/*
+ * QTest testcase for qrdma: migration with live resources and traffic
+ *
+ * Copyright (c) 2026 The qrdma developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The source is the test's own QEMU; the destination a second one started
+ * with the same command line and "-incoming defer", loaded from a file
+ * the source's "migrate" wrote, as QEMU's own migration qtests do with
+ * the file: transport.  Once it is loaded the test's PCI bus points at
+ * the destination, so the same environment (device, rings, MRs in guest
+ * memory that migrated) drives it on.  Streams edited at known fields are
+ * refused by the destination's post_load, which then holds nothing.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "libqtest.h"
+#include "libqos/libqos-malloc.h"
+#include "qobject/qdict.h"
+#include "qrdma-dp.h"
+
+/* How long a migration may take under ASan on a loaded machine. */
+#define MIG_POLL_US     (10 * 1000)
+#define MIG_POLL_MAX    6000
+
+/* The status of the last migration of qts, when it is no longer running. */
+static char *mig_wait(QTestState *qts)
+{
+    int i;
+
+    for (i = 0; i < MIG_POLL_MAX; i++) {
+        QDict *rsp = qtest_qmp_assert_success_ref(qts,
+                                        "{ 'execute': 'query-migrate' }");
+        const char *st = qdict_get_try_str(rsp, "status");
+        char *status = g_strdup(st ? st : "none");
+
+        qobject_unref(rsp);
+        if (!strcmp(status, "completed") || !strcmp(status, "failed") ||
+            !strcmp(status, "cancelled")) {
+            return status;
+        }
+        g_free(status);
+        g_usleep(MIG_POLL_US);
+    }
+    g_assert_not_reached();
+}
+
+/* The source's whole state, into a file. */
+static void mig_save(QTestState *src, const char *path)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree char *status = NULL;
+
+    qtest_qmp_assert_success(src, "{ 'execute': 'migrate', "
+                             "'arguments': { 'uri': %s } }", uri);
+    status = mig_wait(src);
+    g_assert_cmpstr(status, ==, "completed");
+}
+
+/*
+ * A new QEMU with the source's command line loads path: whether it took
+ * it.  A refused stream leaves it running, to be asked what it holds;
+ * why it refused goes to *why (its error and the device's trace events).
+ */
+static bool mig_load_why(QTestState **dst, const char *path, char **why)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree char *log = g_strdup_printf("%s.log", path);
+    g_autofree char *status = NULL;
+    g_autofree char *trace = NULL;
+    QDict *rsp;
+    bool ok;
+
+    *dst = qtest_initf("%s -incoming defer -D %s -trace qrdma_err_mig_load "
+                       "-trace qrdma_err_post_load",
+                       qos_get_current_command_line(), log);
+    qtest_qmp_assert_success(*dst, "{ 'execute': 'migrate-incoming', "
+                             "'arguments': { 'uri': %s, "
+                             "'exit-on-error': false } }", uri);
+    status = mig_wait(*dst);
+    ok = !strcmp(status, "completed");
+    rsp = qtest_qmp_assert_success_ref(*dst, "{ 'execute': 'query-migrate' }");
+    g_file_get_contents(log, &trace, NULL, NULL);
+    if (why) {
+        *why = g_strdup_printf("%s\n%s",
+                               qdict_haskey(rsp, "error-desc") ?
+                               qdict_get_str(rsp, "error-desc") : "",
+                               trace ? trace : "");
+    }
+    qobject_unref(rsp);
+    unlink(log);
+    return ok;
+}
+
+static bool mig_load(QTestState **dst, const char *path)
+{
+    return mig_load_why(dst, path, NULL);
+}
+
+/* From now on the environment's device is the one in qts. */
+static void mig_switch(QrdmaDpEnv *e, QTestState *qts)
+{
+    e->t.q->dev.bus->qts = qts;
+    e->t.qts = qts;
+}
+
+static char *mig_path(void)
+{
+    return g_strdup_printf("%s/qrdma-mig-%d", g_get_tmp_dir(), getpid());
+}
+
+/* The counters the host watches, read the same way on both sides. */
+static const char *const mig_counters[] = {
+    "cmds", "wqes", "pkts-sent", "pkts-rcvd", "retransmits", "resources",
+};
+
+static void mig_read_counters(QrdmaDpEnv *e, uint64_t *v)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(mig_counters); i++) {
+        v[i] = qrdma_t_qom_get(&e->t, mig_counters[i]);
+    }
+}
+
+static void run_send(QrdmaDpEnv *e, QrdmaDpQp *a, QrdmaDpQp *b,
+                     uint64_t id, uint64_t off, const char *text)
+{
+    struct qrdma_sq_wqe w;
+
+    qrdma_dp_write_data(e, off, text);
+    qtest_memset(e->t.qts, e->data + off + 4096, 0xff, 64);
+    qrdma_dp_post_recv(e, b, id | 0xb00, e->data + off + 4096, 64, e->lkey);
+    w = qrdma_dp_wqe_sge(id | 0xa00, QRDMA_WR_SEND, e->data + off,
+                         strlen(text) + 1, e->lkey);
+    qrdma_dp_post_send(e, a, &w);
+    qrdma_dp_expect_cqe(e, &e->cq, id | 0xb00, b->qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(e, &e->cq, id | 0xa00, a->qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(e, off + 4096, text);
+}
+
+/*
+ * Resources and traffic move on.  Work posted while the source was
+ * stopped waits in the stream (the QP queued, its doorbell taken) and
+ * runs once the destination goes on; the counters go on from where they
+ * were; afterwards READ, atomics and new objects work on the destination.
+ */
+static void test_migration_traffic(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    g_autofree char *path = mig_path();
+    uint64_t before[G_N_ELEMENTS(mig_counters)];
+    uint64_t after[G_N_ELEMENTS(mig_counters)];
+    QTestState *src, *dst;
+    struct qrdma_sq_wqe w;
+    QrdmaDpQp a, b, c, d;
+    QrdmaDpEnv e;
+    uint64_t v;
+    size_t i;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    src = e.t.qts;
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    run_send(&e, &a, &b, 1, 0, "before the move");
+
+    /* A SEND rung while the VM is stopped is only queued. */
+    qtest_qmp_assert_success(src, "{ 'execute': 'stop' }");
+    qrdma_dp_write_data(&e, 8192, "posted while stopped");
+    qrdma_dp_post_recv(&e, &b, 0xb2, e.data + 12288, 64, e.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_SEND, e.data + 8192, 21, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    mig_read_counters(&e, before);
+    g_assert_cmpuint(before[5], >, 0);
+
+    mig_save(src, path);
+    g_assert_true(mig_load(&dst, path));
+    mig_switch(&e, dst);
+    mig_read_counters(&e, after);
+    for (i = 0; i < G_N_ELEMENTS(mig_counters); i++) {
+        g_assert_cmpuint(after[i], ==, before[i]);
+    }
+
+    qtest_qmp_assert_success(dst, "{ 'execute': 'cont' }");
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xb2, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 12288, "posted while stopped");
+
+    run_send(&e, &a, &b, 3, 0, "after the move");
+    qrdma_dp_write_data(&e, 5 * 4096, "read back");
+    w = qrdma_dp_wqe_sge(4, QRDMA_WR_RDMA_READ, e.data + 6 * 4096, 10, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 5 * 4096);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 4, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 6 * 4096, "read back");
+    qtest_writeq(dst, e.data + 7 * 4096, 40);
+    w = qrdma_dp_wqe_sge(5, QRDMA_WR_ATOMIC_FETCH_AND_ADD, e.data + 8 * 4096,
+                         8, e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 7 * 4096);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    w.rdma.compare_add = cpu_to_le64(2);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, a.qpn, QRDMA_WC_FETCH_ADD,
+                        QRDMA_WC_SUCCESS);
+    v = qtest_readq(dst, e.data + 7 * 4096);
+    g_assert_cmpuint(v, ==, 42);
+    g_assert_cmpuint(qtest_readq(dst, e.data + 8 * 4096), ==, 40);
+
+    /* New QPs beside the old ones: the tables came whole. */
+    qrdma_dp_pair(&e, &c, &d, QRDMA_QPT_RC, 0);
+    g_assert_cmphex(c.qpn, !=, a.qpn);
+    g_assert_cmphex(c.qpn, !=, b.qpn);
+    run_send(&e, &c, &d, 6, 2 * 4096, "new pair");
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "resources"), ==, before[5]);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, 0);
+
+    mig_switch(&e, src);
+    qtest_quit(dst);
+    unlink(path);
+    /* The source stays stopped: the next test needs a QEMU of its own. */
+    qos_invalidate_command_line();
+}
+
+/*
+ * A QP whose peer never answers migrates with its retry timer running:
+ * on the destination the retries go on, from the count the source left,
+ * to RETRY_EXC_ERR.
+ */
+static void test_migration_timer(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_autofree char *path = mig_path();
+    QTestState *src, *dst;
+    struct qrdma_sq_wqe w;
+    uint64_t retransmits;
+    QrdmaDpQp a;
+    QrdmaDpEnv e;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    src = e.t.qts;
+    e.timeout = 8;                      /* 1 ms */
+    e.retry_cnt = 3;
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq,
+                                        &e.cq), ==, 0);
+    /* A QPN nobody has: every try goes unanswered. */
+    qrdma_dp_to_rtr(&e, &a, 0xfffff0);
+    qrdma_dp_to_rts(&e, &a, 0);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e.data, 8, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qtest_clock_step(src, 1500 * SCALE_US);
+    retransmits = qrdma_t_qom_get(&e.t, "retransmits");
+    g_assert_cmpuint(retransmits, ==, 1);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+
+    mig_save(src, path);
+    g_assert_true(mig_load(&dst, path));
+    mig_switch(&e, dst);
+    qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0xa1, a.qpn,
+                                 QRDMA_WC_RETRY_EXC_ERR, SCALE_MS, 20);
+    /* The first try and retry_cnt more, one of them on the source. */
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "retransmits"), ==, 3);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "retry-exceeded"), ==, 1);
+
+    mig_switch(&e, src);
+    qtest_quit(dst);
+    unlink(path);
+    qos_invalidate_command_line();
+}
+
+/*
+ * Where the fields of the resources subsection are in a stream: its
+ * header, then per table max, next, the generations, n and the slots;
+ * the page and member arrays; then the objects, kind by kind, in the
+ * order and sizes of qrdma_migration.c's descriptions.
+ */
+enum { MIG_UCTX, MIG_PD, MIG_MR, MIG_MW, MIG_CQ, MIG_SRQ, MIG_QP, MIG_TABLES };
+
+typedef struct MigLayout {
+    size_t max[MIG_TABLES + 2];
+    size_t n[MIG_TABLES + 2];
+    size_t slot[MIG_TABLES + 2];
+    uint32_t count[MIG_TABLES + 2];
+    size_t npages;
+    size_t objects[MIG_TABLES];         /* first object of each kind */
+} MigLayout;
+
+static const size_t mig_object_size[MIG_TABLES] = {
+    [MIG_UCTX] = 8, [MIG_PD] = 8, [MIG_MR] = 52, [MIG_MW] = 50,
+    [MIG_CQ] = 39, [MIG_SRQ] = 40, [MIG_QP] = 0,
+};
+
+static uint32_t be32_at(const uint8_t *b, size_t off)
+{
+    return ldl_be_p(b + off);
+}
+
+static void mig_layout(const uint8_t *b, size_t len, MigLayout *l)
+{
+    static const char name[] = "\x05\x0fqrdma/resources";
+    const uint8_t *hit = memmem(b, len, name, sizeof(name) - 1);
+    size_t off, k;
+
+    g_assert_nonnull(hit);
+    off = hit - b + sizeof(name) - 1 + 4;
+    for (k = 0; k < MIG_TABLES + 2; k++) {  /* with AHs and groups */
+        l->max[k] = off;
+        off += 8 + be32_at(b, off);
+        l->n[k] = off;
+        l->count[k] = be32_at(b, off);
+        l->slot[k] = off + 4;
+        off += 4 + 4 * l->count[k];
+    }
+    l->npages = off;
+    off += 4 + 8 * be32_at(b, off);
+    off += 4 + 4 * be32_at(b, off);
+    for (k = 0; k < MIG_TABLES; k++) {
+        l->objects[k] = off;
+        off += mig_object_size[k] * l->count[k];
+    }
+    g_assert_cmpuint(off, <, len);
+}
+
+typedef struct MigEdit {
+    const char *what;
+    const char *why;                    /* in the refusal */
+    int table;                          /* edits a table field, or -1 */
+    size_t field;                       /* offset in the object */
+    uint32_t value;
+    unsigned width;                     /* bytes written, big-endian */
+} MigEdit;
+
+static void mig_edit(uint8_t *b, const MigLayout *l, const MigEdit *ed)
+{
+    size_t off;
+
+    switch (ed->table) {
+    case -1:
+        off = l->npages;
+        break;
+    case -2:
+        off = l->max[MIG_QP];
+        break;
+    case -3:
+        off = l->n[MIG_CQ];
+        break;
+    case -4:
+        /* the second QP in the first one's slot */
+        g_assert_cmpuint(l->count[MIG_QP], >=, 2);
+        memcpy(b + l->slot[MIG_QP] + 4, b + l->slot[MIG_QP], 4);
+        return;
+    default:
+        off = l->objects[ed->table] + ed->field;
+    }
+    if (ed->width == 1) {
+        b[off] = ed->value;
+    } else {
+        stl_be_p(b + off, ed->value);
+    }
+}
+
+/*
+ * A stream that says what the device could not have made is refused,
+ * before anything of it is unpacked: the destination holds no resource.
+ * The stream as saved loads, so each refusal is the edit's.
+ */
+static void test_migration_refused(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    static const MigEdit edits[] = {
+        { "a table of another size", "table size as the destination's",
+          -2, 0, 2000, 4 },
+        { "more CQs than the table holds", "objects within the table",
+          -3, 0, 0x7fffffff, 4 },
+        { "page lists over every limit", "page lists within the limits",
+          -1, 0, 0xffffffff, 4 },
+        { "a QP slot twice", "out of the table or twice", -4 },
+        { "a QP in no state", "type or state", MIG_QP, 13, 9, 1 },
+        { "a QP's send CQ that does not exist", "send CQ",
+          MIG_QP, 15, 0x00ffff00, 4 },
+        { "a CQ on an event queue that does not exist", "ring, EQ or indices",
+          MIG_CQ, 12, 60, 4 },
+        { "an MR's page list not its layout", ": layout",
+          MIG_MR, 44, 3, 4 },
+    };
+    g_autofree char *path = mig_path();
+    g_autofree char *edited = g_strdup_printf("%s.edited", path);
+    g_autofree uint8_t *stream = NULL;
+    QTestState *src, *dst;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
+    MigLayout l;
+    gsize len;
+    size_t i;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    src = e.t.qts;
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    run_send(&e, &a, &b, 1, 0, "saved");
+    mig_save(src, path);
+    g_assert_true(g_file_get_contents(path, (char **)&stream, &len, NULL));
+    mig_layout(stream, len, &l);
+    g_assert_cmpuint(l.count[MIG_QP], ==, 2);
+
+    g_assert_true(mig_load(&dst, path));
+    mig_switch(&e, dst);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "resources"), >, 0);
+    qtest_quit(dst);
+
+    for (i = 0; i < G_N_ELEMENTS(edits); i++) {
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+        g_autofree char *why = NULL;
+
+        g_test_message("stream with %s", edits[i].what);
+        mig_edit(copy, &l, &edits[i]);
+        g_assert_true(g_file_set_contents(edited, (char *)copy, len, NULL));
+        g_assert_false(mig_load_why(&dst, edited, &why));
+        g_test_message("refused: %s", why);
+        g_assert_nonnull(strstr(why, edits[i].why));
+        mig_switch(&e, dst);
+        g_assert_cmpuint(qrdma_t_qom_get(&e.t, "resources"), ==, 0);
+        qtest_quit(dst);
+    }
+
+    mig_switch(&e, src);
+    unlink(path);
+    unlink(edited);
+    qos_invalidate_command_line();
+}
+
+static void qrdma_migration_register_tests(void)
+{
+    qos_add_test("migration/traffic", QRDMA_NODE_DP, test_migration_traffic,
+                 NULL);
+    qos_add_test("migration/timer", QRDMA_NODE_DP, test_migration_timer,
+                 NULL);
+    qos_add_test("migration/refused", QRDMA_NODE_DP, test_migration_refused,
+                 NULL);
+}
+
+libqos_init(qrdma_migration_register_tests);
