@@ -126,8 +126,11 @@ static uint32_t qrdma_mig_pack_table(QrdmaMigImage *m, QrdmaResKindIdx k)
 
 static void qrdma_mig_add_pages(QrdmaMigImage *m, const QrdmaPages *p)
 {
-    memcpy(m->pages + m->npages, p->addr, p->n * sizeof(uint64_t));
-    m->npages += p->n;
+    /* An SRQ's QP has no receive ring: no list at all. */
+    if (p->n) {
+        memcpy(m->pages + m->npages, p->addr, p->n * sizeof(uint64_t));
+        m->npages += p->n;
+    }
 }
 
 static int qrdma_mig_pre_save(void *opaque)
@@ -1114,11 +1117,13 @@ static bool qrdma_mig_check_qp(QrdmaMigCheck *c)
             return QRDMA_MIG_BAD(QRDMA_MIG_QP, i, "rings");
         }
         /*
-         * Every attribute as a modify would have checked it; the source
-         * GID may have gone from the table since, as on the source.
+         * Every attribute as a modify would have checked it (a path MTU
+         * never set is 0); the source GID may have gone from the table
+         * since, as on the source.
          */
-        if (qrdma_qp_bad_value(&qp->attr, ~QRDMA_QP_ATTR_ALT_PATH) ||
-            !qrdma_mig_av_ok(&qp->attr.av)) {
+        if (qrdma_qp_bad_value(&qp->attr, ~(QRDMA_QP_ATTR_ALT_PATH |
+                                            QRDMA_QP_ATTR_PATH_MTU)) ||
+            qp->attr.path_mtu > 5 || !qrdma_mig_av_ok(&qp->attr.av)) {
             return QRDMA_MIG_BAD(QRDMA_MIG_QP, i, "attributes");
         }
         why = qrdma_mig_qp_transport_bad(qp);

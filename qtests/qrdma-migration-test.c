@@ -97,7 +97,13 @@ static bool mig_load_why(QTestState **dst, const char *path, char **why)
 
 static bool mig_load(QTestState **dst, const char *path)
 {
-    return mig_load_why(dst, path, NULL);
+    g_autofree char *why = NULL;
+    bool ok = mig_load_why(dst, path, &why);
+
+    if (!ok) {
+        g_test_message("refused: %s", why);
+    }
+    return ok;
 }
 
 /* From now on the environment's device is the one in qts. */
@@ -279,6 +285,183 @@ static void test_migration_timer(void *obj, void *data, QGuestAllocator *alloc)
     qos_invalidate_command_line();
 }
 
+/* One RDMA WRITE of len bytes of data page 0 through rkey at addr. */
+static void write_via(QrdmaDpEnv *e, QrdmaDpQp *a, uint64_t wr_id,
+                      uint32_t rkey, uint64_t addr, uint32_t len)
+{
+    struct qrdma_sq_wqe w = qrdma_dp_wqe_sge(wr_id, QRDMA_WR_RDMA_WRITE,
+                                             e->data, len, e->lkey);
+
+    w.rdma.remote_addr = cpu_to_le64(addr);
+    w.rdma.rkey = cpu_to_le32(rkey);
+    qrdma_dp_run_wqe(e, a, w, QRDMA_WC_RDMA_WRITE, QRDMA_WC_SUCCESS);
+}
+
+static void srq_post(QrdmaDpEnv *e, uint64_t ring, uint32_t i)
+{
+    struct qrdma_rq_wqe r = {
+        .wr_id = 0x100 + i,
+        .num_sge = cpu_to_le32(1),
+        .sge[0].addr = cpu_to_le64(e->data + 4096 * 14),
+        .sge[0].length = cpu_to_le32(64),
+        .sge[0].lkey = cpu_to_le32(e->lkey),
+    };
+
+    qtest_memwrite(e->t.qts, ring + (i % 4) * 128, &r, sizeof(r));
+}
+
+/*
+ * Every kind of object, each in use, migrates and works on: a type 2
+ * window bound on an MR, a fast-registration MR registered by a work
+ * request, an SRQ with receives posted, UD QPs, an AH and a multicast
+ * group; QUERY_QP answers the same on both sides.
+ */
+static void test_migration_objects(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    static const uint8_t group[16] = { [10] = 0xff, [11] = 0xff,
+                                       239, 1, 2, 3 };
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_MR };
+    struct qrdma_cmd att = { .hdr.opcode = QRDMA_CMD_ATTACH_MCAST };
+    struct qrdma_query_qp_resp before, after;
+    g_autofree char *path = mig_path();
+    uint32_t mr, window, fr_key, srq, ah;
+    QrdmaDpQp a, b, c, d, u1, u2;
+    QTestState *src, *dst;
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    uint64_t pages[2], ring;
+    QrdmaDpEnv e;
+    uint32_t i;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    src = e.t.qts;
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+
+    /* A type 2 window on 256 bytes of data pages 10-11, bound by b. */
+    mr = qrdma_dp_reg_mr(&e, e.pd, 4096 * 10, 8192,
+                         QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_MW_BIND);
+    window = qrdma_dp_next_key(qrdma_dp_alloc_mw(&e, e.pd, QRDMA_MW_TYPE_2,
+                                                 NULL));
+    qrdma_dp_run_wqe(&e, &b, qrdma_dp_wqe_bind(1, window, mr, 0x10000100, 256,
+                                               QRDMA_ACCESS_REMOTE_WRITE |
+                                               QRDMA_ACCESS_LOCAL_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
+
+    /* A fast-registration MR: data pages 12 and 13 at 0x50000000. */
+    cmd.alloc_mr.pd = cpu_to_le32(e.pd);
+    cmd.alloc_mr.max_pages = cpu_to_le32(4);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    fr_key = (le32_to_cpu(cmpl.handle) & ~0xffu) | 0x42;
+    pages[0] = e.data + 4096 * 12;
+    pages[1] = e.data + 4096 * 13;
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 2;
+    w.opcode = QRDMA_WR_REG_MR;
+    w.flags = QRDMA_WQE_F_SIGNALED;
+    w.reg_mr.iova = cpu_to_le64(0x50000000);
+    w.reg_mr.length = cpu_to_le64(8192);
+    w.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e.t, pages, 2));
+    w.reg_mr.key = cpu_to_le32(fr_key);
+    w.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
+                                  QRDMA_ACCESS_REMOTE_WRITE);
+    w.reg_mr.npages = cpu_to_le32(2);
+    w.reg_mr.page_shift = 12;
+    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+
+    /* An SRQ of 4 with 3 receives posted, taken by c from d. */
+    ring = guest_alloc(alloc, 4096);
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QRDMA_CMD_CREATE_SRQ;
+    cmd.srq.pd = cpu_to_le32(e.pd);
+    cmd.srq.max_wr = cpu_to_le32(4);
+    cmd.srq.max_sge = cpu_to_le32(1);
+    cmd.srq.log2_entries = cpu_to_le32(2);
+    cmd.srq.npages = cpu_to_le32(1);
+    cmd.srq.pages_addr = cpu_to_le64(qrdma_dp_page_list1(&e, ring));
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    srq = le32_to_cpu(cmpl.handle);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &c, QRDMA_QPT_RC, srq, &e.cq,
+                                        &e.cq), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &d, QRDMA_QPT_RC, 0, &e.cq,
+                                        &e.cq), ==, 0);
+    qrdma_dp_to_rtr(&e, &c, d.qpn);
+    qrdma_dp_to_rtr(&e, &d, c.qpn);
+    qrdma_dp_to_rts(&e, &c, 0);
+    qrdma_dp_to_rts(&e, &d, 0);
+    for (i = 0; i < 3; i++) {
+        srq_post(&e, ring, i);
+    }
+    qrdma_dp_ring_db(&e, QRDMA_DB_SRQ, srq, 3);
+
+    /* UD: u2 in a multicast group, a receive posted; an AH to u2's GID */
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &u1, QRDMA_QPT_UD, 0, &e.cq,
+                                        &e.cq), ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &u2, QRDMA_QPT_UD, 0, &e.cq,
+                                        &e.cq), ==, 0);
+    qrdma_dp_to_rtr(&e, &u1, 0);
+    qrdma_dp_to_rts(&e, &u1, 0);
+    qrdma_dp_to_rtr(&e, &u2, 0);
+    qrdma_dp_to_rts(&e, &u2, 0);
+    att.mcast.qpn = cpu_to_le32(u2.qpn);
+    memcpy(att.mcast.gid, group, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &att, NULL), ==, QRDMA_STATUS_OK);
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QRDMA_CMD_CREATE_AH;
+    cmd.create_ah.pd = cpu_to_le32(e.pd);
+    cmd.create_ah.av.hop_limit = 64;
+    cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
+    memcpy(cmd.create_ah.av.dgid,
+           (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
+    ah = le32_to_cpu(cmpl.handle);
+    qrdma_dp_post_recv(&e, &u2, 0xc1, e.data + 4096 * 15, 256, e.lkey);
+    g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &before), ==, 0);
+
+    mig_save(src, path);
+    g_assert_true(mig_load(&dst, path));
+    mig_switch(&e, dst);
+
+    g_assert_cmpuint(qrdma_t_query_qp(&e.t, 0, a.qpn, &after), ==, 0);
+    g_assert_cmpmem(&before, sizeof(before), &after, sizeof(after));
+
+    qrdma_dp_write_data(&e, 0, "through the window");
+    write_via(&e, &a, 3, window, 0x10000108, 19);
+    qrdma_dp_expect_data(&e, 4096 * 10 + 0x108, "through the window");
+    qrdma_dp_write_data(&e, 0, "fast-registered");
+    write_via(&e, &a, 4, fr_key, 0x50000000 + 4096 + 8, 16);
+    qrdma_dp_expect_data(&e, 4096 * 13 + 8, "fast-registered");
+
+    qrdma_dp_write_data(&e, 0, "into the SRQ");
+    w = qrdma_dp_wqe_sge(5, QRDMA_WR_SEND, e.data, 13, e.lkey);
+    qrdma_dp_post_send(&e, &d, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x100, c.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 5, d.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096 * 14, "into the SRQ");
+
+    qrdma_dp_write_data(&e, 0, "datagram");
+    w = qrdma_dp_wqe_sge(6, QRDMA_WR_SEND, e.data, 9, e.lkey);
+    w.ud.ah = cpu_to_le32(ah);
+    w.ud.remote_qpn = cpu_to_le32(u2.qpn);
+    w.ud.remote_qkey = cpu_to_le32(0x1234);
+    qrdma_dp_post_send(&e, &u1, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 6, u1.qpn, QRDMA_WC_SEND, QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xc1, u2.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 4096 * 15 + 40, "datagram");
+
+    /* u2 is still the group's member, and only once. */
+    att.hdr.opcode = QRDMA_CMD_DETACH_MCAST;
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &att, NULL), ==, QRDMA_STATUS_OK);
+    g_assert_cmpuint(qrdma_t_exec(&e.t, &att, NULL), !=, QRDMA_STATUS_OK);
+
+    mig_switch(&e, src);
+    qtest_quit(dst);
+    unlink(path);
+    qos_invalidate_command_line();
+}
+
 /*
  * Where the fields of the resources subsection are in a stream: its
  * header, then per table max, next, the generations, n and the slots;
@@ -444,6 +627,8 @@ static void qrdma_migration_register_tests(void)
     qos_add_test("migration/traffic", QRDMA_NODE_DP, test_migration_traffic,
                  NULL);
     qos_add_test("migration/timer", QRDMA_NODE_DP, test_migration_timer,
+                 NULL);
+    qos_add_test("migration/objects", QRDMA_NODE_DP, test_migration_objects,
                  NULL);
     qos_add_test("migration/refused", QRDMA_NODE_DP, test_migration_refused,
                  NULL);
