@@ -239,14 +239,24 @@ static bool qrdma_mig_table_max_ok(void *opaque, int version_id)
     QrdmaMigTable *mt = opaque;
 
     /* The destination was started with the same limits as the source. */
-    return mt->max == mt->table->max && mt->next < mt->max;
+    if (mt->max != mt->table->max || mt->next >= mt->max) {
+        trace_qrdma_err_mig_table(mt->table->name, mt->max,
+                                 "table size as the destination's");
+        return false;
+    }
+    return true;
 }
 
 static bool qrdma_mig_table_n_ok(void *opaque, int version_id)
 {
     QrdmaMigTable *mt = opaque;
 
-    return mt->n <= mt->max;
+    if (mt->n > mt->max) {
+        trace_qrdma_err_mig_table(mt->table->name, mt->n,
+                                 "objects within the table");
+        return false;
+    }
+    return true;
 }
 
 static const VMStateDescription qrdma_vmstate_mig_table = {
@@ -285,15 +295,23 @@ static bool qrdma_mig_npages_ok(void *opaque, int version_id)
 {
     QrdmaMigImage *m = opaque;
 
-    return m->npages <= qrdma_mig_pages_max(m);
+    if (m->npages > qrdma_mig_pages_max(m)) {
+        trace_qrdma_err_post_load("page lists within the limits");
+        return false;
+    }
+    return true;
 }
 
 static bool qrdma_mig_nmembers_ok(void *opaque, int version_id)
 {
     QrdmaMigImage *m = opaque;
 
-    return m->nmembers <= (uint64_t)m->t[QRDMA_MIG_MCAST].n *
-                          m->core->limits.max_mcast_qp_attach;
+    if (m->nmembers > (uint64_t)m->t[QRDMA_MIG_MCAST].n *
+                      m->core->limits.max_mcast_qp_attach) {
+        trace_qrdma_err_post_load("multicast members within the limits");
+        return false;
+    }
+    return true;
 }
 
 /*

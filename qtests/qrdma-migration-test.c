@@ -74,7 +74,7 @@ static bool mig_load_why(QTestState **dst, const char *path, char **why)
     QDict *rsp;
     bool ok;
 
-    *dst = qtest_initf("%s -incoming defer -D %s -trace qrdma_err_mig_load "
+    *dst = qtest_initf("%s -incoming defer -D %s -trace 'qrdma_err_mig_*' "
                        "-trace qrdma_err_post_load",
                        qos_get_current_command_line(), log);
     qtest_qmp_assert_success(*dst, "{ 'execute': 'migrate-incoming', "
