@@ -169,6 +169,11 @@ static int qrdma_mig_pre_save(void *opaque)
         /* Saved between two turns of the main loop: no engine runs. */
         assert(!qp->engines);
         m->qp[i].qp = *qp;
+        /*
+         * Requests it holds while it answers a READ stay behind, lost as
+         * on a wire (the sender retries them): the image holds none.
+         */
+        m->qp[i].qp.resp.nheld = 0;
         memcpy(m->qp[i].sent, qp->sent, sizeof(m->qp[i].sent));
         m->qp[i].deadline = qrdma_dp_qp_deadline(qp);
     }
@@ -1054,13 +1059,17 @@ static const char *qrdma_mig_qp_transport_bad(const QrdmaQp *qp)
         qp->comp.rnr_left > 7 || qp->comp.retry_left > 7) {
         return "requester or completer progress";
     }
+    /*
+     * res_next counts the responder resources taken, each the next modulo
+     * max_dest_rd_atomic: any count is one (a QP that answered 128 READs
+     * has gone past QRDMA_MAX_RD_ATOMIC).
+     */
     if ((r->in_msg != 0 && r->in_msg != QRDMA_OPF_SEND &&
          r->in_msg != QRDMA_OPF_WRITE) ||
         (r->in_msg == QRDMA_OPF_WRITE ?
          r->dma_len > QRDMA_MAX_MSG || r->placed > r->dma_len :
          r->placed >= QRDMA_MAX_MSG) ||
-        le32_to_cpu(r->rwqe.num_sge) > QRDMA_MAX_RECV_SGE ||
-        r->res_next >= QRDMA_MAX_RD_ATOMIC || r->nheld) {
+        le32_to_cpu(r->rwqe.num_sge) > QRDMA_MAX_RECV_SGE || r->nheld) {
         return "responder message";
     }
     for (i = 0; i < QRDMA_MAX_RD_ATOMIC; i++) {

@@ -241,6 +241,60 @@ static void test_migration_traffic(void *obj, void *data,
 }
 
 /*
+ * A responder that answered more READs than a QP has resources at most
+ * (128: each READ takes the next one, modulo max_dest_rd_atomic, its count
+ * going on past 128) migrates, and answers READs on the destination.
+ */
+#define MIG_READS 130
+
+static void test_migration_reads(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_autofree char *path = mig_path();
+    QTestState *src, *dst;
+    struct qrdma_sq_wqe w;
+    QrdmaDpQp a, b;
+    QrdmaDpEnv e;
+    uint64_t i;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    src = e.t.qts;
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    qrdma_dp_write_data(&e, 5 * 4096, "read back");
+    for (i = 0; i < MIG_READS; i++) {
+        qtest_memset(src, e.data + 6 * 4096, 0, 16);
+        w = qrdma_dp_wqe_sge(i, QRDMA_WR_RDMA_READ, e.data + 6 * 4096, 10,
+                             e.lkey);
+        w.rdma.remote_addr = cpu_to_le64(e.data + 5 * 4096);
+        w.rdma.rkey = cpu_to_le32(e.rkey);
+        qrdma_dp_post_send(&e, &a, &w);
+        qrdma_dp_expect_cqe(&e, &e.cq, i, a.qpn, QRDMA_WC_RDMA_READ,
+                            QRDMA_WC_SUCCESS);
+    }
+    qrdma_dp_expect_data(&e, 6 * 4096, "read back");
+
+    qtest_qmp_assert_success(src, "{ 'execute': 'stop' }");
+    mig_save(src, path);
+    g_assert_true(mig_load(&dst, path));
+    mig_switch(&e, dst);
+    qtest_qmp_assert_success(dst, "{ 'execute': 'cont' }");
+    qtest_memset(dst, e.data + 6 * 4096, 0, 16);
+    w = qrdma_dp_wqe_sge(0x100, QRDMA_WR_RDMA_READ, e.data + 6 * 4096, 10,
+                         e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 5 * 4096);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x100, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e, 6 * 4096, "read back");
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "guest-errors"), ==, 0);
+
+    mig_switch(&e, src);
+    qtest_quit(dst);
+    unlink(path);
+    qos_invalidate_command_line();
+}
+
+/*
  * A QP whose peer never answers migrates with its retry timer running:
  * on the destination the retries go on, from the count the source left,
  * to RETRY_EXC_ERR.
@@ -627,6 +681,8 @@ static void qrdma_migration_register_tests(void)
     qos_add_test("migration/traffic", QRDMA_NODE_DP, test_migration_traffic,
                  NULL);
     qos_add_test("migration/timer", QRDMA_NODE_DP, test_migration_timer,
+                 NULL);
+    qos_add_test("migration/reads", QRDMA_NODE_DP, test_migration_reads,
                  NULL);
     qos_add_test("migration/objects", QRDMA_NODE_DP, test_migration_objects,
                  NULL);
