@@ -4,17 +4,23 @@
 channel returns what a command printed and its status, a command past
 its timeout is killed and said to be, a wait for a pattern returns when
 the output has it, a reset's new boot is noticed, and a VM whose QEMU
-dies takes its channel with it at once:
+dies takes its channel with it at once; and on a migratable VM, a
+command started before a live migration is waited for after it, and
+neither its output nor the console loses or repeats a line at the switch:
 
     scripts/run-functional test_harness.py
 """
 
 import os
+import re
 import signal
 import threading
 import time
 
 from qrdma_test import AgentLost, QrdmaTest, QrdmaVM, main
+
+# What HarnessMigration's command prints, on its output and on the console.
+LINES = 400
 
 
 class Harness(QrdmaTest):
@@ -91,6 +97,50 @@ class Harness(QrdmaTest):
             job.wait(60)
         killer.join()
         self.assertLess(time.monotonic() - start, 20)
+
+
+class HarnessMigration(QrdmaTest):
+    """A migratable VM, live-migrated twice."""
+
+    vm = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.vm = QrdmaVM('functional-harness-migration', smp=1, mem='512M', migratable=True)
+        cls.addClassCleanup(cls._stop_vm)
+
+    @classmethod
+    def _stop_vm(cls):
+        # The VM the guest runs in at the end: the last migration's.
+        cls.vm.stop()
+
+    def test_01_boot(self):
+        """a migratable VM boots (its root disk a qcow2 overlay)"""
+        self.info(f'booted in {self.vm.boot():.0f} s')
+
+    def test_02_migrate(self):
+        """a command printing numbered lines, on its output and the console,
+        runs across two live migrations: it is waited for on the last QEMU,
+        and each line is there once, in order, in both"""
+        job = self.vm.spawn(['bash', '-c', 'for i in $(seq "$1"); do echo "line $i"; '
+                             'echo "harness line $i" >/dev/console; sleep 0.02; done',
+                             'bash', str(LINES)], timeout=300)
+        self.assertTrue(job.wait(60, pattern=r'^line 20$').matched)
+        for _ in range(2):
+            migration = self.vm.migrate()
+            type(self).vm = migration.dest
+            self.info(f'{migration.dest.qemu_name}: {migration.describe()}')
+        self.assertFalse(job.wait(0).done, 'the command ended before the migrations did')
+        result = job.finish()
+        self.assertEqual(result.rc, 0, result.output)
+        self.assertEqual(result.output.split('\n'),
+                         [f'line {i}' for i in range(1, LINES + 1)] + [''])
+        self.assertIsNotNone(self.vm.console.wait_for(f'^harness line {LINES}$', 30))
+        seen = [line for line in self.vm.console.tail(20000)
+                if re.fullmatch(r'harness line \d+', line)]
+        self.assertEqual(seen, [f'harness line {i}' for i in range(1, LINES + 1)])
+        self.assertEqual(self.vm.sh('test -f "$QRDMA_SRC/meson.build"', timeout=30).rc, 0,
+                         'the shares are mounted again')
 
 
 if __name__ == '__main__':

@@ -14,9 +14,10 @@ scripts/run-functional, which gives it lib.sh's QEMU and guest image:
 """
 
 from .agent import AgentError, AgentLost, Job, Result
-from .machine import BOOT_TIMEOUT, QrdmaVM
+from .machine import BOOT_TIMEOUT, Migration, MigrationError, QrdmaVM
 from .pair import Pair, Wire
-from .testcase import PairTest, QrdmaTest, main
+from .testcase import PairTest, QrdmaTest, VMTest, main
 
-__all__ = ['AgentError', 'AgentLost', 'BOOT_TIMEOUT', 'Job', 'Pair',
-           'PairTest', 'QrdmaTest', 'QrdmaVM', 'Result', 'Wire', 'main']
+__all__ = ['AgentError', 'AgentLost', 'BOOT_TIMEOUT', 'Job', 'Migration',
+           'MigrationError', 'Pair', 'PairTest', 'QrdmaTest', 'QrdmaVM', 'Result',
+           'VMTest', 'Wire', 'main']

@@ -111,6 +111,42 @@ class Agent:
     def close(self):
         self.sock.close()
 
+    def move_to(self, sock, timeout):
+        """Carry on over sock, the channel of the QEMU a migration moved the
+        guest to, once the old QEMU has exited.  The old socket is read to
+        its end first, within timeout seconds: whatever that QEMU passed on
+        from the guest before the guest stopped comes before what the new
+        one passes on (a message cut in two ends there), and none of it is
+        lost.  The guest's agent reads no request twice and misses none, as
+        long as no request was unanswered at the migration: the agent had
+        read all of each one it answered."""
+        old = self.sock
+        deadline = time.monotonic() + timeout
+        drained = 0
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AgentError(f'{self.name}: the old QEMU\'s channel did not '
+                                     f'end within {timeout} s of the migration')
+                old.settimeout(left)
+                try:
+                    data = old.recv(65536)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                if not data:
+                    break
+                drained += len(data)
+                self._buf += data
+        finally:
+            old.close()
+            self.sock = sock
+            LOG.debug('%s: the channel moved to the migration\'s destination '
+                      '(%d bytes read from the source\'s after it stopped)',
+                      self.name, drained)
+
     def _read(self, deadline):
         """The next message, or AgentError at the deadline."""
         while b'\n' not in self._buf:

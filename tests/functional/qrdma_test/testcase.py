@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The test classes of the host-driven VM tests, and their main().
 
+A VMTest is one scenario on one VM, as a PairTest is on two.
+
 A PairTest is one two-VM scenario: its test methods are its steps, run in
 the order of their names (test_01_..., test_02_...) on one Pair that the
 class keeps from the first step to the last, as B's VM is killed, started
@@ -15,6 +17,7 @@ which meson shows.
 import logging
 import os
 import re
+import shlex
 import signal
 import sys
 import time
@@ -25,6 +28,7 @@ import pycotap
 
 from . import config
 from .agent import AgentError
+from .machine import QrdmaVM
 from .pair import ROLES, Pair
 
 # Lines main() prints after the plan: how each scenario's VMs ended, and
@@ -73,6 +77,26 @@ class QrdmaTest(unittest.TestCase):
     def info(text):
         """A TAP comment under the step's line."""
         print(text)
+
+    @staticmethod
+    def info_prefix(result):
+        """What the TAP comment of one of result's "INFO: " lines starts
+        with: the role its what names ("A: ...")."""
+        return f'{result.what.split(":")[0]}: '
+
+    def verdict(self, *results):
+        """Passes (the "INFO: " lines of each result shown), skips (a result
+        said 77 and none failed) or fails with the output of every one."""
+        if all(r.rc == 0 for r in results):
+            for r in results:
+                for line in r.info_lines():
+                    self.info(f'{self.info_prefix(r)}{line}')
+            return
+        if all(r.rc in (0, SKIP) for r in results):
+            skipped = next(r for r in results if r.rc == SKIP)
+            self.skipTest((skipped.output.strip().splitlines() or ['skipped'])[-1])
+        self.fail('\n'.join(f'--- {r.describe()}\n{r.output.rstrip()}'
+                            for r in results))
 
 
 class PairTest(QrdmaTest):
@@ -167,16 +191,7 @@ class PairTest(QrdmaTest):
         output of every half; the figures of each kept, whichever."""
         for r in results:
             self.figures.extend((self.step_name, *figure) for figure in r.figures())
-        if all(r.rc == 0 for r in results):
-            for r in results:
-                for line in r.info_lines():
-                    self.info(f'{r.what.split(":")[0]}: {line}')
-            return
-        if all(r.rc in (0, SKIP) for r in results):
-            skipped = next(r for r in results if r.rc == SKIP)
-            self.skipTest((skipped.output.strip().splitlines() or ['skipped'])[-1])
-        self.fail('\n'.join(f'--- {r.describe()}\n{r.output.rstrip()}'
-                            for r in results))
+        self.verdict(*results)
 
     def call(self, role, func, *args, timeout):
         """The guest function func run in role's VM: its Result, unchecked."""
@@ -281,6 +296,89 @@ class PairTest(QrdmaTest):
         why = self.pair.record_device(role, result)
         if why:
             self.fail(f'{why}\n{result.output}')
+
+
+class VMTest(QrdmaTest):
+    """The steps of one scenario on one VM, which the class keeps from the
+    first step to the last (the VM a migration moved the guest to, after
+    one).  A subclass says NAME (the VM's, and QRDMA_RUN_SUFFIX's end if
+    the environment has one), SCRIPT (its guest side's shell functions, a
+    file of the checkout, which bash sources after lib-qrdma.sh) and VM
+    (QrdmaVM's options)."""
+
+    NAME = None
+    SCRIPT = None
+    VM = {}
+
+    vm = None
+    vm_ready = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.run_name = cls.NAME + os.environ.get('QRDMA_RUN_SUFFIX', '')
+        cls.started = time.monotonic()
+        cls.log_path, handler = _harness_log(cls.run_name)
+        cls.addClassCleanup(_close_harness_log, handler)
+        cls.vm = QrdmaVM(cls.run_name, **cls.VM)
+        cls.addClassCleanup(cls._close_vm)
+        cls.vm_ready = False
+
+    @classmethod
+    def _close_vm(cls):
+        # The VM the guest runs in at the end (a migration's destination).
+        cls.vm.stop()
+        logs = ', '.join(sorted(p.name for p in config.VM_LOGS.glob(f'{cls.run_name}.*log')))
+        SUMMARY.append(f'{cls.run_name}: {time.monotonic() - cls.started:.0f} s; '
+                       f'in {config.VM_LOGS}: {logs}')
+
+    def need_setup(self):
+        """A step's first line: it fails at once after a failed set-up."""
+        if not self.vm_ready:
+            self.fail('setup failed')
+
+    def argv(self, func, *args):
+        """bash running the guest function func (of lib-qrdma.sh or SCRIPT)
+        with args."""
+        lines = ['set -uo pipefail',
+                 '. "$QRDMA_SRC/tests/vm/lib-qrdma.sh" || exit 125',
+                 f'. "$QRDMA_SRC/{self.SCRIPT}" || exit 125',
+                 '"$@"']
+        return ['bash', '-c', '\n'.join(lines), 'bash', func, *args]
+
+    @staticmethod
+    def info_prefix(result):
+        return 'INFO: '
+
+    def _diagnose(self, exc):
+        self.fail(f'{exc}\n{self.vm.diagnosis()}')
+
+    def spawn(self, func, *args, timeout, env=None):
+        """func started in the VM: its Job (agent.py)."""
+        try:
+            return self.vm.spawn(self.argv(func, *args), timeout, env=env,
+                                 what=shlex.join([func, *args]))
+        except AgentError as exc:
+            return self._diagnose(exc)
+
+    def finish(self, job, check=True):
+        """A job waited for to its end (and checked): its Result."""
+        try:
+            result = job.finish()
+        except AgentError as exc:
+            return self._diagnose(exc)
+        if check:
+            self.verdict(result)
+        return result
+
+    def call(self, func, *args, timeout, env=None):
+        """func run to its end in the VM: its Result, unchecked."""
+        return self.finish(self.spawn(func, *args, timeout=timeout, env=env), check=False)
+
+    def check(self, func, *args, timeout, env=None):
+        """func run in the VM, which must exit 0: its Result."""
+        result = self.call(func, *args, timeout=timeout, env=env)
+        self.verdict(result)
+        return result
 
 
 def _interrupted(signum, _frame):
