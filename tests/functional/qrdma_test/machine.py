@@ -286,7 +286,8 @@ class QrdmaVM(QEMUMachine):
 
     def __init__(self, name, *, smp=2, mem='2G', net=None,
                  ip='10.0.2.15/24', mac=None, append='', out_dir=None,
-                 args=(), console_log=None, migratable=False, _source=None):
+                 args=(), console_log=None, migratable=False, _source=None,
+                 _dest_args=None):
         # _source: the VM whose guest this one receives (migrate makes
         # such a destination: the source's name, console, disk and QEMU
         # arguments, but its own QEMU log, NAME.migN.qemu.log).
@@ -323,7 +324,10 @@ class QrdmaVM(QEMUMachine):
         if _source:
             self._disk = _source._disk
             self.incoming = f'unix:{Path(_source.temp_dir) / f"migrate{_DESTINATIONS[name]}.sock"}'
-            self.add_args(*_source.args)
+            # _dest_args: what the destination changes of the source's
+            # arguments (a socket of its own on a wire, Pair.migrate).
+            source_args = list(_source.args)
+            self.add_args(*(_dest_args(source_args) if _dest_args else source_args))
             return
         if migratable:
             self._disk = RootDisk(name)
@@ -559,13 +563,15 @@ class QrdmaVM(QEMUMachine):
         finally:
             self.mount_shares()
 
-    def migrate(self, timeout=MIGRATE_TIMEOUT, at_switch=None):
+    def migrate(self, timeout=MIGRATE_TIMEOUT, at_switch=None, dest_args=None):
         """The running guest live-migrated to a new QEMU on this host, as
         QEMU's tests/functional/migration.py does: the destination launched
         with this one's arguments and -incoming on a unix socket, QMP
         migrate here, until query-migrate says completed (MigrationError
         after timeout seconds: the migration is cancelled, the guest runs on
-        here).  Then at_switch(self), if given, on the stopped source; the
+        here).  dest_args, if given, makes the destination's arguments of
+        this one's (a list of them).  Then at_switch(self), if given, on the
+        stopped source; the
         console and the command channel carry on in the destination (jobs
         started before stay waitable), and this QEMU quits.  Returns a
         Migration, whose dest the caller uses from then on.
@@ -580,7 +586,7 @@ class QrdmaVM(QEMUMachine):
         by both QEMUs)."""
         if not self._disk:
             raise MigrationError(f'{self.name}: not migratable (QrdmaVM(migratable=True))')
-        dest = QrdmaVM(self.name, _source=self)
+        dest = QrdmaVM(self.name, _source=self, _dest_args=dest_args)
         LOG.info('%s: migrating to %s over %s', self.name, dest.qemu_name, dest.incoming)
         try:
             self.unmount_shares()

@@ -71,6 +71,8 @@ class Wire:
         self.relay_opts = shlex.split(relay) if relay else None
         self.stats = stats
         self._relay = None
+        # Per role, how many sockets its QEMUs have had.
+        self._sockets = {}
 
     @staticmethod
     def ip(role):
@@ -83,15 +85,32 @@ class Wire:
         octets = [int(x) for x in Wire.ip(role).split('.')[1:]]
         return '52:54:00:' + ':'.join(f'{x:02x}' for x in octets)
 
-    def netdev(self, role, netdev_id):
-        """role's end of the wire, as a -netdev spec.  A VM started again
-        binds its socket again: the last one's goes first."""
-        local = self.dir / f'{role}.sock'
+    def netdev(self, role, netdev_id, point=True):
+        """role's end of the wire, as a -netdev spec: a socket of its own
+        for each QEMU of role's.  The name the other end sends to,
+        ROLE.sock, is a link to one of them: to this one at once, or, for
+        the destination of a migration (point=False), once point() says.
+        QEMU's dgram netdev and the relay send with sendto() to the name,
+        which the kernel resolves at every send."""
+        self._sockets[role] = self._sockets.get(role, 0) + 1
+        local = self.dir / f'{role}.{self._sockets[role]}.sock'
         local.unlink(missing_ok=True)
+        if point:
+            self.point(role, local)
         remote = self.dir / (f'relay-{role}.sock' if self.relay_opts
                              else f'{peer_of(role)}.sock')
         return (f'dgram,id={netdev_id},local.type=unix,local.path={local},'
                 f'remote.type=unix,remote.path={remote}')
+
+    def point(self, role, local=None):
+        """ROLE.sock names local (default: role's last socket) from now
+        on, replaced at once: no send finds no name."""
+        local = local or self.dir / f'{role}.{self._sockets[role]}.sock'
+        link = self.dir / f'{role}.sock'
+        new = self.dir / f'{role}.sock.new'
+        new.unlink(missing_ok=True)
+        os.symlink(local.name, new)
+        os.replace(new, link)
 
     def _relay_binary(self):
         """meson's build/qrdma-relay, or, before meson built it or with a
@@ -139,7 +158,7 @@ class Pair:
     None for a plain wire."""
 
     def __init__(self, name, kind_a, kind_b, *, relay=None, smp=1,
-                 mem='2G', append='', args=()):
+                 mem='2G', append='', args=(), migratable=()):
         for kind in (kind_a, kind_b):
             if kind not in KINDS:
                 raise ValueError(f'a kind is one of {KINDS}, not {kind!r}')
@@ -153,6 +172,8 @@ class Pair:
         self.wire = Wire(relay, stats=self.out / 'relay.txt')
         self.relay = relay is not None
         self.smp, self.mem, self.append, self.args = smp, mem, append, list(args)
+        # The roles whose VMs can migrate (their root disks shared).
+        self.migratable = tuple(migratable)
         self.vms = {}
         self.lives = {role: 0 for role in ROLES}
         # Per role, what its device_up said (DEVICE_INFO's variables).
@@ -181,6 +202,7 @@ class Pair:
         if self.append:
             append.append(self.append)
         options = {'smp': self.smp, 'mem': self.mem, 'append': ' '.join(append),
+                   'migratable': role in self.migratable,
                    'out_dir': self.out / role,
                    'console_log': config.VM_LOGS / f'{self.name}-{role}{tag}.log'}
         if kind == 'rxe':
@@ -204,6 +226,26 @@ class Pair:
         self.vms[role] = self._vm(role)
         self.vms[role].launch()
         return self.vms[role]
+
+    def migrate(self, role, **kwargs):
+        """role's VM live-migrated to a new QEMU on this host
+        (QrdmaVM.migrate, whose arguments kwargs are): the destination binds
+        a socket of its own on the wire, and the wire's name for role moves
+        to it once the migration has completed, the source stopped; what
+        the peer sent meanwhile is lost, as on a real wire.  role's VM is
+        the destination from then on.  The Migration."""
+        netdev_id = 'net0' if self.kinds[role] == 'rxe' else 'wire'
+        spec = self.wire.netdev(role, netdev_id, point=False)
+
+        def dest_args(args):
+            return [spec if arg.startswith(f'dgram,id={netdev_id},') else arg
+                    for arg in args]
+
+        migration = self.vms[role].migrate(
+            dest_args=dest_args, at_switch=lambda _source: self.wire.point(role),
+            **kwargs)
+        self.vms[role] = migration.dest
+        return migration
 
     def boot(self, timeout=BOOT_TIMEOUT):
         """Both VMs launched and booted (at once: the guests boot side by

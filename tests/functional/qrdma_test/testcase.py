@@ -117,6 +117,8 @@ class PairTest(QrdmaTest):
     SCRIPT = None
     RELAY = None
     APPEND = ''
+    # The roles whose VMs a step migrates.
+    MIGRATABLE = ()
 
     pair = None
     pair_ready = False
@@ -130,7 +132,7 @@ class PairTest(QrdmaTest):
         cls.log_path, handler = _harness_log(cls.run_name)
         cls.addClassCleanup(_close_harness_log, handler)
         cls.pair = Pair(cls.run_name, kind_a, kind_b, relay=cls.RELAY,
-                        append=cls.APPEND)
+                        append=cls.APPEND, migratable=cls.MIGRATABLE)
         cls.addClassCleanup(cls._close_pair)
         cls.pair_ready = False
 
