@@ -384,7 +384,7 @@ static void test_migration_objects(void *obj, void *data,
     QTestState *src, *dst;
     struct qrdma_cmpl cmpl;
     struct qrdma_sq_wqe w;
-    uint64_t pages[2], ring;
+    uint64_t ring;
     QrdmaDpEnv e;
     uint32_t i;
 
@@ -407,21 +407,10 @@ static void test_migration_objects(void *obj, void *data,
     cmd.alloc_mr.max_pages = cpu_to_le32(4);
     g_assert_cmpuint(qrdma_t_exec(&e.t, &cmd, &cmpl), ==, 0);
     fr_key = (le32_to_cpu(cmpl.handle) & ~0xffu) | 0x42;
-    pages[0] = e.data + 4096 * 12;
-    pages[1] = e.data + 4096 * 13;
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 2;
-    w.opcode = QRDMA_WR_REG_MR;
-    w.flags = QRDMA_WQE_F_SIGNALED;
-    w.reg_mr.iova = cpu_to_le64(0x50000000);
-    w.reg_mr.length = cpu_to_le64(8192);
-    w.reg_mr.pages_addr = cpu_to_le64(qrdma_t_page_list(&e.t, pages, 2));
-    w.reg_mr.key = cpu_to_le32(fr_key);
-    w.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
-                                  QRDMA_ACCESS_REMOTE_WRITE);
-    w.reg_mr.npages = cpu_to_le32(2);
-    w.reg_mr.page_shift = 12;
-    qrdma_dp_run_wqe(&e, &a, w, QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
+    qrdma_dp_run_wqe(&e, &a, qrdma_dp_wqe_fast_reg(&e, 2, fr_key,
+                                                   QRDMA_ACCESS_LOCAL_WRITE |
+                                                   QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_REG_MR, QRDMA_WC_SUCCESS);
 
     /* An SRQ of 4 with 3 receives posted, taken by c from d. */
     ring = guest_alloc(alloc, 4096);
