@@ -400,16 +400,22 @@ void qrdma_dp_expect_data(QrdmaDpEnv *e, uint64_t off, const char *s)
     g_assert_cmpstr(buf, ==, s);
 }
 
-uint32_t qrdma_dp_device_caps(QrdmaDpEnv *e)
+void qrdma_dp_query_device(QrdmaDpEnv *e, struct qrdma_device_attr *attr)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_QUERY_DEVICE };
-    struct qrdma_device_attr attr;
-    uint64_t buf = guest_alloc(e->t.alloc, sizeof(attr));
+    uint64_t buf = guest_alloc(e->t.alloc, sizeof(*attr));
 
     cmd.query.resp_addr = cpu_to_le64(buf);
-    cmd.query.resp_len = cpu_to_le32(sizeof(attr));
+    cmd.query.resp_len = cpu_to_le32(sizeof(*attr));
     g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, NULL), ==, 0);
-    qtest_memread(e->t.qts, buf, &attr, sizeof(attr));
+    qtest_memread(e->t.qts, buf, attr, sizeof(*attr));
+}
+
+uint32_t qrdma_dp_device_caps(QrdmaDpEnv *e)
+{
+    struct qrdma_device_attr attr;
+
+    qrdma_dp_query_device(e, &attr);
     return le32_to_cpu(attr.device_caps);
 }
 

@@ -81,6 +81,7 @@ uint32_t qrdma_dp_reg_mr(QrdmaDpEnv *e, uint32_t pd, uint64_t off,
  */
 uint8_t qrdma_dp_reg_page_mr(QrdmaDpEnv *e, uint64_t page, uint32_t access,
                              uint32_t *rkey);
+void qrdma_dp_query_device(QrdmaDpEnv *e, struct qrdma_device_attr *attr);
 uint32_t qrdma_dp_device_caps(QrdmaDpEnv *e);
 uint32_t qrdma_dp_alloc_mw(QrdmaDpEnv *e, uint32_t pd, uint8_t type,
                            uint32_t *handle);

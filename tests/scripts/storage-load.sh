@@ -8,6 +8,9 @@
 # build/vm-logs/storage-load-N.log and build/vm-out/storage-load-N/.
 #
 #   STORAGE_LOAD_RUNS=N   runs (default 10)
+#   STORAGE_LOAD_HOGS=N   busy loops (default one per core but one); 0
+#                         when something else already loads the host,
+#                         such as a long fuzz run
 #
 # Slow (a VM run each): scripts/test-matrix runs it, not test-all.
 set -uo pipefail
@@ -16,6 +19,8 @@ set -uo pipefail
 
 RUNS=${STORAGE_LOAD_RUNS:-10}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || qrdma_die "STORAGE_LOAD_RUNS: a count"
+HOGS=${STORAGE_LOAD_HOGS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
+[[ $HOGS =~ ^[0-9]+$ ]] || qrdma_die "STORAGE_LOAD_HOGS: a count"
 
 # One busy loop per core but one: the VM's vCPU thread competes for the
 # rest, and loses half the time.
@@ -25,7 +30,7 @@ stop_hogs() {
     wait 2>/dev/null
 }
 start_hogs() {
-    for _ in $(seq "$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))"); do
+    for _ in $(seq "$HOGS"); do
         (while :; do :; done) &
         hogs+=($!)
     done
