@@ -263,6 +263,7 @@ typedef struct QrdmaQp {
     struct qrdma_create_qp_resp cap;
     struct qrdma_qp_attr attr;          /* the values last set */
     uint32_t mcast_attached;
+    uint32_t windows;                   /* type 2 windows bound to it */
     QrdmaPages sq;
     QrdmaPages rq;
 
@@ -459,7 +460,10 @@ typedef struct QrdmaUdSeen {
     int64_t when;
 } QrdmaUdSeen;
 
-#define QRDMA_UD_SEEN_MAX 256
+/* 64 sets of 4: a packet is looked for among the 4 of its set only. */
+#define QRDMA_UD_SEEN_SET_BITS 6
+#define QRDMA_UD_SEEN_WAYS 4
+#define QRDMA_UD_SEEN_MAX (QRDMA_UD_SEEN_WAYS << QRDMA_UD_SEEN_SET_BITS)
 
 /*
  * The device logic.  It takes this struct, never the QOM object, so that
@@ -499,6 +503,7 @@ typedef struct QrdmaCore {
     QrdmaAh *ah;
     QrdmaTable mcast_table;
     QrdmaMcast *mcast;
+    GHashTable *mcast_index;            /* a group's GID -> its slot + 1 */
     struct qrdma_gid_entry gid[QRDMA_GID_TABLE_LEN];
     uint64_t mr_pages_in_use;           /* page list entries of all MRs */
 
@@ -515,7 +520,7 @@ typedef struct QrdmaCore {
     const QrdmaTransportOps *xport;     /* what carries packets */
     uint32_t wire_queued;               /* frames the netdev holds back */
     QrdmaUdSeen ud_seen[QRDMA_UD_SEEN_MAX];
-    uint32_t ud_seen_next;
+    uint64_t ud_seen_salt;              /* odd, drawn at realize */
     uint32_t mr_gen;                    /* bumped when access is taken away */
     QrdmaDmaCache dma;
 

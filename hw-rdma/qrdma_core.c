@@ -8,6 +8,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/host-utils.h"
+#include "qemu/guest-random.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qapi/error.h"
@@ -418,6 +419,13 @@ void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp)
                                         &DEVICE(owner)->mem_reentrancy_guard);
     core->irq_bh = qemu_bh_new_guarded(qrdma_irq_bh, core,
                                        &DEVICE(owner)->mem_reentrancy_guard);
+    /*
+     * The set of a UD packet in the duplicate filter is a keyed hash: a
+     * peer that steers its ICRCs cannot crowd one set on purpose.
+     */
+    qemu_guest_getrandom_nofail(&core->ud_seen_salt,
+                                sizeof(core->ud_seen_salt));
+    core->ud_seen_salt |= 1;
     qrdma_resources_init(core);
     qrdma_dp_realize(core);
     qrdma_mig_init(core);

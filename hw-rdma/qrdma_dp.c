@@ -72,24 +72,17 @@ static void qrdma_dp_rx_qp(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
 }
 
 /*
- * The QPs of this function attached to pkt's group, one per call: the
- * next from the position *g (group), *k (member), which start at 0.
+ * The QPs of this function attached to group m (NULL: none), one per
+ * call: the next from member *k, which starts at 0.
  */
-static QrdmaQp *qrdma_dp_mcast_next(QrdmaCore *core, const QrdmaPkt *pkt,
-                                    uint32_t *g, uint32_t *k)
+static QrdmaQp *qrdma_dp_mcast_next(QrdmaCore *core, const QrdmaMcast *m,
+                                    uint32_t *k)
 {
-    for (; *g < core->mcast_table.max; (*g)++, *k = 0) {
-        QrdmaMcast *m = &core->mcast[*g];
+    while (m && *k < m->nqp) {
+        int q = qrdma_table_lookup(&core->qp_table, m->qpn[(*k)++]);
 
-        if (!core->mcast_table.busy[*g] || memcmp(m->gid, pkt->dgid, 16)) {
-            continue;
-        }
-        while (*k < m->nqp) {
-            int q = qrdma_table_lookup(&core->qp_table, m->qpn[(*k)++]);
-
-            if (q >= 0) {
-                return &core->qp[q];
-            }
+        if (q >= 0) {
+            return &core->qp[q];
         }
     }
     return NULL;
@@ -98,10 +91,11 @@ static QrdmaQp *qrdma_dp_mcast_next(QrdmaCore *core, const QrdmaPkt *pkt,
 /* A UD message to a multicast GID: every QP of this function attached. */
 static void qrdma_dp_rx_mcast(QrdmaCore *core, QrdmaPkt *pkt)
 {
-    uint32_t g = 0, k = 0;
+    const QrdmaMcast *m = qrdma_mcast_group(core, pkt->dgid);
+    uint32_t k = 0;
     QrdmaQp *qp;
 
-    while ((qp = qrdma_dp_mcast_next(core, pkt, &g, &k))) {
+    while ((qp = qrdma_dp_mcast_next(core, m, &k))) {
         QrdmaIter saved = { };
 
         /* Each QP reads the payload from its start; there may be none. */
@@ -118,10 +112,11 @@ static void qrdma_dp_rx_mcast(QrdmaCore *core, QrdmaPkt *pkt)
 /* Whether an engine of a QP attached to the packet's group is running. */
 static bool qrdma_dp_mcast_busy(QrdmaCore *core, const QrdmaPkt *pkt)
 {
-    uint32_t g = 0, k = 0;
+    const QrdmaMcast *m = qrdma_mcast_group(core, pkt->dgid);
+    uint32_t k = 0;
     QrdmaQp *qp;
 
-    while ((qp = qrdma_dp_mcast_next(core, pkt, &g, &k))) {
+    while ((qp = qrdma_dp_mcast_next(core, m, &k))) {
         if (qp->engines) {
             return true;
         }

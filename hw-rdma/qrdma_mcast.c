@@ -15,17 +15,35 @@
 #include "qrdma_err.h"
 #include "trace.h"
 
+guint qrdma_gid_hash(gconstpointer gid)
+{
+    const uint8_t *g = gid;
+
+    return ldl_he_p(g) * 0x9e3779b1u ^ ldl_he_p(g + 4) * 0x85ebca77u ^
+           ldl_he_p(g + 8) * 0xc2b2ae3du ^ ldl_he_p(g + 12);
+}
+
+gboolean qrdma_gid_equal(gconstpointer a, gconstpointer b)
+{
+    return !memcmp(a, b, 16);
+}
+
+void qrdma_mcast_index(QrdmaCore *core, uint32_t idx)
+{
+    g_hash_table_insert(core->mcast_index, core->mcast[idx].gid,
+                        GUINT_TO_POINTER(idx + 1));
+}
+
 static int qrdma_mcast_find(QrdmaCore *core, const uint8_t *gid)
 {
-    uint32_t i;
+    return GPOINTER_TO_UINT(g_hash_table_lookup(core->mcast_index, gid)) - 1;
+}
 
-    for (i = 0; i < core->mcast_table.max; i++) {
-        if (core->mcast_table.busy[i] &&
-            !memcmp(core->mcast[i].gid, gid, sizeof(core->mcast[i].gid))) {
-            return i;
-        }
-    }
-    return -1;
+QrdmaMcast *qrdma_mcast_group(QrdmaCore *core, const uint8_t *gid)
+{
+    int idx = qrdma_mcast_find(core, gid);
+
+    return idx < 0 ? NULL : &core->mcast[idx];
 }
 
 static int qrdma_mcast_member(const QrdmaMcast *m, uint32_t qpn)
@@ -79,6 +97,7 @@ uint8_t qrdma_cmd_attach_mcast(QrdmaCore *core, uint32_t uctx,
         }
         memcpy(core->mcast[idx].gid, c->gid, sizeof(c->gid));
         core->mcast[idx].nqp = 0;
+        qrdma_mcast_index(core, idx);
     }
     m = &core->mcast[idx];
     if (m->nqp >= core->limits.max_mcast_qp_attach) {
@@ -117,6 +136,7 @@ uint8_t qrdma_cmd_detach_mcast(QrdmaCore *core, uint32_t uctx,
     m->qpn[member] = m->qpn[--m->nqp];
     core->qp[qp_idx].mcast_attached--;
     if (!m->nqp) {
+        g_hash_table_remove(core->mcast_index, m->gid);
         qrdma_table_free(&core->mcast_table, idx);
     }
     return QRDMA_STATUS_OK;

@@ -12,8 +12,19 @@
 #include "hw/rdma/qrdma-hw.h"
 
 typedef struct QrdmaCore QrdmaCore;
+typedef struct QrdmaMcast QrdmaMcast;
 
-/* An IPv6 multicast GID, or for RoCEv2 an IPv4-mapped one (224.0.0.0/4). */
+/*
+ * The groups are found by GID through core->mcast_index, whose keys are
+ * the groups' own gid arrays: a multicast packet costs the same whatever
+ * the number of groups.
+ */
+guint qrdma_gid_hash(gconstpointer gid);
+gboolean qrdma_gid_equal(gconstpointer a, gconstpointer b);
+/* Group slot idx, its GID set, is found by that GID from now on. */
+void qrdma_mcast_index(QrdmaCore *core, uint32_t idx);
+/* The group of that GID, or NULL. */
+QrdmaMcast *qrdma_mcast_group(QrdmaCore *core, const uint8_t *gid);
 
 uint8_t qrdma_cmd_attach_mcast(QrdmaCore *core, uint32_t uctx,
                                const struct qrdma_cmd *cmd,

@@ -26,6 +26,8 @@
 #include "migration/vmstate.h"
 #include "qrdma.h"
 #include "qrdma_dp.h"
+#include "qrdma_mcast.h"
+#include "qrdma_pkt.h"
 #include "qrdma_qp.h"
 #include "qrdma_pd.h"
 #include "qrdma_resources.h"
@@ -1108,6 +1110,7 @@ static bool qrdma_mig_check_qp(QrdmaMigCheck *c)
 
         qp->sq = qp->rq = (QrdmaPages) { };
         qp->mcast_attached = 0;
+        qp->windows = 0;
         if (!qrdma_mig_own_handle(m, QRDMA_MIG_QP, i, qp->qpn) ||
             !qrdma_mig_uctx_ok(c, qp->uctx) ||
             !qrdma_mig_pd_ok(c, qp->pd, qp->uctx)) {
@@ -1203,12 +1206,20 @@ static bool qrdma_mig_has_member(const uint32_t *qpn, uint32_t n, uint32_t want)
 static bool qrdma_mig_check_mcast(QrdmaMigCheck *c)
 {
     QrdmaMigImage *m = c->m;
+    g_autoptr(GHashTable) gids = g_hash_table_new(qrdma_gid_hash,
+                                                  qrdma_gid_equal);
     uint32_t i, j;
 
     for (i = 0; i < m->t[QRDMA_MIG_MCAST].n; i++) {
         QrdmaMcast *g = &m->mcast[i];
 
         g->qpn = NULL;
+        /* A group is found by its GID: one group a GID. */
+        if (!qrdma_gid_is_mcast(g->gid) ||
+            !g_hash_table_add(gids, g->gid)) {
+            return QRDMA_MIG_BAD(QRDMA_MIG_MCAST, i,
+                                 "GID not multicast, or twice");
+        }
         if (!g->nqp || g->nqp > c->core->limits.max_mcast_qp_attach ||
             g->nqp > m->nmembers - c->members_used) {
             return QRDMA_MIG_BAD(QRDMA_MIG_MCAST, i, "members");
@@ -1229,12 +1240,36 @@ static bool qrdma_mig_check_mcast(QrdmaMigCheck *c)
     return true;
 }
 
+/* A bound type 2 window belongs to a QP of its PD, which counts it. */
+static bool qrdma_mig_check_mw_qp(QrdmaMigCheck *c)
+{
+    QrdmaMigImage *m = c->m;
+    uint32_t i;
+
+    for (i = 0; i < m->t[QRDMA_MIG_MW].n; i++) {
+        QrdmaMw *mw = &m->mw[i];
+        int q;
+
+        if (!mw->bound || mw->type != QRDMA_MW_TYPE_2) {
+            continue;
+        }
+        q = qrdma_mig_lookup(c, QRDMA_MIG_QP, mw->qpn);
+        if (q < 0 || m->qp[q].qp.pd != mw->pd) {
+            return QRDMA_MIG_BAD(QRDMA_MIG_MW, i,
+                                 "type 2 window bound to no QP of its PD");
+        }
+        m->qp[q].qp.windows++;
+    }
+    return true;
+}
+
 static bool qrdma_mig_check(QrdmaMigCheck *c)
 {
     bool (*const checks[])(QrdmaMigCheck *c) = {
         qrdma_mig_check_uctx, qrdma_mig_check_pd, qrdma_mig_check_mr,
         qrdma_mig_check_mw, qrdma_mig_check_cq, qrdma_mig_check_srq,
-        qrdma_mig_check_qp, qrdma_mig_check_ah, qrdma_mig_check_mcast,
+        qrdma_mig_check_qp, qrdma_mig_check_mw_qp, qrdma_mig_check_ah,
+        qrdma_mig_check_mcast,
     };
     size_t i;
 
@@ -1344,6 +1379,7 @@ static void qrdma_mig_unpack(QrdmaMigImage *m)
         QrdmaMcast *g = &core->mcast[m->t[QRDMA_MIG_MCAST].slot[i]];
 
         memcpy(g->gid, m->mcast[i].gid, sizeof(g->gid));
+        qrdma_mcast_index(core, m->t[QRDMA_MIG_MCAST].slot[i]);
         g->nqp = m->mcast[i].nqp;
         memcpy(g->qpn, m->members + members, g->nqp * sizeof(uint32_t));
         members += g->nqp;

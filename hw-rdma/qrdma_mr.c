@@ -213,6 +213,14 @@ bool qrdma_mr_layout_ok(uint64_t iova, uint64_t length, unsigned shift,
  * BIND_MW: the window that key names takes key as its rkey and the range
  * of the MR mr_lkey names, with the remote rights of access.
  */
+/* The QP a type 2 window is bound to, which counts its windows. */
+static QrdmaQp *qrdma_mw_qp(QrdmaCore *core, uint32_t qpn)
+{
+    int idx = qrdma_table_lookup(&core->qp_table, qpn);
+
+    return idx < 0 ? NULL : &core->qp[idx];
+}
+
 static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
                              const struct qrdma_sq_wqe *wqe)
 {
@@ -280,6 +288,9 @@ static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
     mw->access = access & QRDMA_MW_RIGHTS;
     mw->qpn = mw->type == QRDMA_MW_TYPE_2 ? qpn : 0;
     mr->windows++;
+    if (mw->type == QRDMA_MW_TYPE_2) {
+        qrdma_mw_qp(core, qpn)->windows++;
+    }
     trace_qrdma_mw_bind(qpn, key, lkey, addr, len, mw->access);
     return QRDMA_WC_SUCCESS;
 }
@@ -405,22 +416,33 @@ void qrdma_mr_remote_inv(QrdmaCore *core, uint32_t pd, uint32_t qpn,
 
 void qrdma_mw_unbind(QrdmaCore *core, QrdmaMw *mw)
 {
+    QrdmaQp *qp;
+
     if (mw->bound) {
         core->mr[mw->mr_idx].windows--;
+        qp = mw->type == QRDMA_MW_TYPE_2 ? qrdma_mw_qp(core, mw->qpn) : NULL;
+        if (qp) {
+            qp->windows--;
+        }
         mw->bound = false;
         qrdma_mr_access_lost(core);
         trace_qrdma_mw_unbind(mw->rkey);
     }
 }
 
+/*
+ * The scan of the window table runs only while the MR or the QP has
+ * windows bound, and stops at the last: an MR deregistered, invalidated
+ * or registered again per I/O, and a QP destroyed, cost nothing else.
+ */
 void qrdma_mw_unbind_all(QrdmaCore *core, int mr_idx, uint32_t qpn)
 {
+    QrdmaQp *qp = mr_idx >= 0 ? NULL : qrdma_mw_qp(core, qpn);
+    uint32_t *left = qp ? &qp->windows : mr_idx >= 0 ?
+                     &core->mr[mr_idx].windows : NULL;
     uint32_t i;
 
-    if (mr_idx >= 0 && !core->mr[mr_idx].windows) {
-        return;
-    }
-    for (i = 0; i < core->mw_table.max; i++) {
+    for (i = 0; left && *left && i < core->mw_table.max; i++) {
         QrdmaMw *mw = &core->mw[i];
 
         if (core->mw_table.busy[i] && mw->bound &&

@@ -15,6 +15,7 @@
 #include "qapi/error.h"
 #include "qrdma.h"
 #include "qrdma_mr.h"
+#include "qrdma_mcast.h"
 #include "qrdma_resources.h"
 
 uint32_t qrdma_resources_in_use(QrdmaCore *core)
@@ -57,6 +58,7 @@ void qrdma_resources_init(QrdmaCore *core)
     for (i = 0; i < l->max_mcast_grp; i++) {
         core->mcast[i].qpn = g_new0(uint32_t, l->max_mcast_qp_attach);
     }
+    core->mcast_index = g_hash_table_new(qrdma_gid_hash, qrdma_gid_equal);
 }
 
 /* Free what every live resource holds, and mark all slots free. */
@@ -101,6 +103,7 @@ void qrdma_resources_reset(QrdmaCore *core)
         }
         t->next = t->first;
     }
+    g_hash_table_remove_all(core->mcast_index);
     memset(core->gid, 0, sizeof(core->gid));
 }
 
@@ -112,6 +115,7 @@ void qrdma_resources_free(QrdmaCore *core)
     for (i = 0; i < core->mcast_table.max; i++) {
         g_free(core->mcast[i].qpn);
     }
+    g_hash_table_destroy(core->mcast_index);
     qrdma_table_destroy(&core->uctx_table);
     qrdma_table_destroy(&core->pd_table);
     qrdma_table_destroy(&core->mr_table);

@@ -178,9 +178,11 @@ static bool qrdma_wire_for_us(QrdmaCore *core, const uint8_t *buf)
  * leaves such a repeat to the consumer; qrdma hands each datagram over at
  * most once, as consumers of UD on a real fabric expect.  A packet is
  * known by its PSN and its ICRC, which covers the GIDs, both QPNs and the
- * payload; a repeat is one within 100 ms among the last 256.  A consumer
- * that sends the same datagram again after a timeout of its own (a MAD
- * retried, with the same PSN on a sender that keeps it) is not held back.
+ * payload; a repeat is one within 100 ms among the last 4 of its set
+ * (of 64), so that a look costs the same however many datagrams come.  A
+ * consumer that sends the same datagram again after a timeout of its own
+ * (a MAD retried, with the same PSN on a sender that keeps it) is not held
+ * back.
  */
 #define QRDMA_UD_SEEN_NS (100 * SCALE_MS)
 
@@ -188,18 +190,24 @@ static bool qrdma_wire_ud_seen(QrdmaCore *core, uint32_t psn, uint32_t icrc)
 {
     uint64_t key = (uint64_t)psn << 32 | icrc;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    QrdmaUdSeen *e;
+    QrdmaUdSeen *set = &core->ud_seen[((key * core->ud_seen_salt) >>
+                                       (64 - QRDMA_UD_SEEN_SET_BITS)) *
+                                      QRDMA_UD_SEEN_WAYS];
+    QrdmaUdSeen *oldest = set;
     int i;
 
-    for (i = 0; i < QRDMA_UD_SEEN_MAX; i++) {
-        e = &core->ud_seen[i];
+    for (i = 0; i < QRDMA_UD_SEEN_WAYS; i++) {
+        QrdmaUdSeen *e = &set[i];
+
         if (e->when && e->key == key && now - e->when < QRDMA_UD_SEEN_NS) {
             return true;
         }
+        if (e->when < oldest->when) {
+            oldest = e;
+        }
     }
-    e = &core->ud_seen[core->ud_seen_next++ % QRDMA_UD_SEEN_MAX];
-    e->key = key;
-    e->when = now ? now : 1;
+    oldest->key = key;
+    oldest->when = now ? now : 1;
     return false;
 }
 

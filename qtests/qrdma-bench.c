@@ -13,6 +13,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/host-utils.h"
 #include "qemu/module.h"
 #include "libqtest.h"
 #include "libqos/libqos-malloc.h"
@@ -255,6 +256,320 @@ static void test_bench_small(void *obj, void *data, QGuestAllocator *alloc)
     }
 }
 
+/*
+ * The scale benchmarks, which scripts/bench runs in callgrind at several
+ * sizes so that the growth of the device's cost per operation shows.
+ * QRDMA_BENCH_SCALE names one and QRDMA_BENCH_N its size:
+ *   qps N      64-byte RDMA WRITEs on N RC QPs at once, in pairs that
+ *              write to each other: a doorbell and a WRITE per QP a round;
+ *   mrs N      64-byte RDMA WRITEs on one pair with N MRs registered;
+ *   fastreg N  I/Os as NVMe-oF and iSER hosts make them, on N pairs: a
+ *              fast registration of a page, a WRITE from it to the peer,
+ *              its invalidation;
+ *   conns N    connections set up and torn down (two RC QPs created,
+ *              moved to RTS, destroyed) with N memory windows allocated,
+ *              the commands' cost; QRDMA_BENCH_ROUNDS=0 runs the set-up
+ *              alone, whose cost scripts/bench takes away.
+ * It prints "# ops N", the WRITEs, I/Os or connections it ran, every one
+ * of them checked by its CQE or its command's status.
+ */
+
+#define BENCH_OPS 4096
+#define BENCH_FR_IOVA 0x50000000ull
+
+/* A CQ of 2^log2 CQEs on contiguous guest pages, as qrdma_dp_poll_cq reads */
+static void bench_cq(QrdmaDpEnv *e, QrdmaDpCq *cq, uint32_t log2)
+{
+    uint32_t npages = MAX((QRDMA_CQE_SIZE << log2) / 4096, 1), i;
+    g_autofree uint64_t *pages = g_new(uint64_t, npages);
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_CQ };
+    struct qrdma_cmpl cmpl;
+
+    memset(cq, 0, sizeof(*cq));
+    cq->log2 = log2;
+    cq->ring = guest_alloc(e->t.alloc, npages * 4096);
+    cq->ci_addr = guest_alloc(e->t.alloc, 4096);
+    qtest_memset(e->t.qts, cq->ring, 0, npages * 4096);
+    qtest_writel(e->t.qts, cq->ci_addr, 0);
+    for (i = 0; i < npages; i++) {
+        pages[i] = cq->ring + i * 4096;
+    }
+    cmd.cq.pages_addr = cpu_to_le64(qrdma_t_page_list(&e->t, pages, npages));
+    cmd.cq.npages = cpu_to_le32(npages);
+    cmd.cq.log2_entries = cpu_to_le32(log2);
+    cmd.cq.eq = cpu_to_le32(1);
+    cmd.cq.ci_addr = cpu_to_le64(cq->ci_addr);
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
+    cq->cqn = le32_to_cpu(cmpl.handle);
+}
+
+/* Wait for the next n CQEs, each a success, and consume them. */
+static void bench_reap(QrdmaDpEnv *e, QrdmaDpCq *cq, uint32_t n)
+{
+    uint32_t size = 1u << cq->log2, last = cq->ci + n - 1, i, first, chunk;
+    uint8_t phase = (last >> cq->log2) & 1 ? 0 : QRDMA_CQE_F_PHASE;
+    g_autofree struct qrdma_cqe *cqe = g_new(struct qrdma_cqe, n);
+
+    g_assert_cmpuint(n, <=, size);
+    do {
+        qtest_memread(e->t.qts, cq->ring + (last % size) * QRDMA_CQE_SIZE,
+                      cqe, sizeof(*cqe));
+    } while ((cqe->flags & QRDMA_CQE_F_PHASE) != phase);
+    /* in at most two pieces: up to the end of the ring, then from 0 */
+    first = cq->ci % size;
+    chunk = MIN(n, size - first);
+    qtest_memread(e->t.qts, cq->ring + first * QRDMA_CQE_SIZE, cqe,
+                  chunk * sizeof(*cqe));
+    if (chunk < n) {
+        qtest_memread(e->t.qts, cq->ring, cqe + chunk,
+                      (n - chunk) * sizeof(*cqe));
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t idx = cq->ci + i;
+
+        g_assert_cmphex(cqe[i].flags & QRDMA_CQE_F_PHASE, ==,
+                        (idx >> cq->log2) & 1 ? 0 : QRDMA_CQE_F_PHASE);
+        g_assert_cmpuint(cqe[i].status, ==, QRDMA_WC_SUCCESS);
+    }
+    cq->ci += n;
+    qtest_writel(e->t.qts, cq->ci_addr, cq->ci);
+}
+
+/* An RC QP on the given rings' page lists, both CQs cq */
+static void bench_scale_qp(QrdmaDpEnv *e, QrdmaDpQp *qp, const QrdmaDpCq *cq,
+                           uint64_t sq_list, uint64_t rq_list)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_QP };
+    struct qrdma_cmpl cmpl;
+
+    memset(qp, 0, sizeof(*qp));
+    qp->type = QRDMA_QPT_RC;
+    cmd.create_qp.pd = cpu_to_le32(e->pd);
+    cmd.create_qp.send_cq = cpu_to_le32(cq->cqn);
+    cmd.create_qp.recv_cq = cpu_to_le32(cq->cqn);
+    cmd.create_qp.qp_type = QRDMA_QPT_RC;
+    cmd.create_qp.sq_log2 = 4;
+    cmd.create_qp.max_send_wr = cpu_to_le32(16);
+    cmd.create_qp.sq_pages_addr = cpu_to_le64(sq_list);
+    cmd.create_qp.sq_npages = cpu_to_le32(1);
+    cmd.create_qp.rq_log2 = 5;
+    cmd.create_qp.max_recv_wr = cpu_to_le32(32);
+    cmd.create_qp.rq_pages_addr = cpu_to_le64(rq_list);
+    cmd.create_qp.rq_npages = cpu_to_le32(1);
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
+    qp->qpn = le32_to_cpu(cmpl.handle);
+}
+
+/*
+ * n QPs in pairs connected to each other, on cq.  With sq_list, every QP
+ * sends from that one ring; without, each from a ring of its own (in
+ * qp->sq).
+ */
+static QrdmaDpQp *bench_pairs(QrdmaDpEnv *e, uint32_t n, const QrdmaDpCq *cq,
+                              uint64_t sq_list)
+{
+    QrdmaDpQp *qp = g_new0(QrdmaDpQp, n);
+    uint64_t rq_list = qrdma_dp_page_list1(e, guest_alloc(e->t.alloc, 4096));
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        uint64_t sq = 0;
+
+        if (!sq_list) {
+            sq = guest_alloc(e->t.alloc, 4096);
+        }
+        bench_scale_qp(e, &qp[i], cq, sq_list ? sq_list :
+                       qrdma_dp_page_list1(e, sq), rq_list);
+        qp[i].sq = sq;
+    }
+    for (i = 0; i < n; i++) {
+        qrdma_dp_to_rtr(e, &qp[i], qp[i ^ 1].qpn);
+        qrdma_dp_to_rts(e, &qp[i], 0);
+    }
+    return qp;
+}
+
+/* The ring every QP of qps and mrs sends from: 16 WRITEs of 64 bytes */
+static uint64_t bench_write_ring(QrdmaDpEnv *e)
+{
+    uint64_t ring = guest_alloc(e->t.alloc, 4096);
+    struct qrdma_sq_wqe w = qrdma_dp_wqe_sge(0, QRDMA_WR_RDMA_WRITE, e->data,
+                                             64, e->lkey);
+    uint32_t i;
+
+    w.rdma.remote_addr = cpu_to_le64(e->data + 4096);
+    w.rdma.rkey = cpu_to_le32(e->rkey);
+    for (i = 0; i < 16; i++) {
+        w.wr_id = i;
+        qtest_memwrite(e->t.qts, ring + i * QRDMA_SQ_WQE_SIZE, &w, sizeof(w));
+    }
+    return qrdma_dp_page_list1(e, ring);
+}
+
+/* rounds of a WRITE on each of the n QPs, one doorbell each */
+static uint32_t bench_write_rounds(QrdmaDpEnv *e, QrdmaDpCq *cq, QrdmaDpQp *qp,
+                                   uint32_t n)
+{
+    uint32_t rounds = bench_on() ? MAX(4, BENCH_OPS / n) : 1, r, i;
+
+    for (r = 0; r < rounds; r++) {
+        for (i = 0; i < n; i++) {
+            qrdma_dp_ring_db(e, QRDMA_DB_SQ, qp[i].qpn, ++qp[i].sq_pi);
+        }
+        bench_reap(e, cq, n);
+    }
+    return rounds * n;
+}
+
+static uint32_t bench_log2(uint32_t n)
+{
+    return n <= 1 ? 0 : 32 - clz32(n - 1);
+}
+
+static uint32_t bench_scale_qps(QrdmaDpEnv *e, uint32_t n)
+{
+    g_autofree QrdmaDpQp *qp = NULL;
+    QrdmaDpCq cq;
+
+    n = ROUND_UP(MAX(n, 2), 2);
+    bench_cq(e, &cq, MAX(bench_log2(n), 7));
+    qp = bench_pairs(e, n, &cq, bench_write_ring(e));
+    return bench_write_rounds(e, &cq, qp, n);
+}
+
+static uint32_t bench_scale_mrs(QrdmaDpEnv *e, uint32_t n)
+{
+    uint64_t list = qrdma_dp_page_list1(e, e->data + 15 * 4096);
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
+    g_autofree QrdmaDpQp *qp = NULL;
+    QrdmaDpCq cq;
+    uint32_t i;
+
+    /* the environment's MR is the first */
+    cmd.reg_mr.pd = cpu_to_le32(e->pd);
+    cmd.reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE |
+                                    QRDMA_ACCESS_REMOTE_WRITE);
+    cmd.reg_mr.iova = cpu_to_le64(0x20000000);
+    cmd.reg_mr.length = cpu_to_le64(4096);
+    cmd.reg_mr.pages_addr = cpu_to_le64(list);
+    cmd.reg_mr.npages = cpu_to_le32(1);
+    cmd.reg_mr.page_shift = 12;
+    for (i = 1; i < n; i++) {
+        g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, NULL), ==, 0);
+    }
+    bench_cq(e, &cq, 7);
+    qp = bench_pairs(e, 2, &cq, bench_write_ring(e));
+    return bench_write_rounds(e, &cq, qp, 2);
+}
+
+/*
+ * n pairs; an I/O on the first QP of a pair: REG_MR of data page 12 at
+ * BENCH_FR_IOVA with a new key, a 64-byte WRITE from it to the peer,
+ * LOCAL_INV.  The pairs' I/Os interleave, as those of many connections do.
+ */
+static uint32_t bench_scale_fastreg(QrdmaDpEnv *e, uint32_t n)
+{
+    uint32_t rounds = bench_on() ? MAX(4, BENCH_OPS / n) : 1, r, i, j;
+    uint64_t page = e->data + 12 * 4096;
+    uint64_t list = qrdma_t_page_list(&e->t, &page, 1);
+    g_autofree uint32_t *key = g_new(uint32_t, n);
+    g_autofree QrdmaDpQp *qp = NULL;
+    struct qrdma_sq_wqe w[3];
+    QrdmaDpCq cq;
+
+    bench_cq(e, &cq, MAX(bench_log2(3 * n), 7));
+    qp = bench_pairs(e, 2 * n, &cq, 0);
+    for (i = 0; i < n; i++) {
+        struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_MR };
+        struct qrdma_cmpl cmpl;
+
+        cmd.alloc_mr.pd = cpu_to_le32(e->pd);
+        cmd.alloc_mr.max_pages = cpu_to_le32(1);
+        g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
+        key[i] = le32_to_cpu(cmpl.handle);
+    }
+    for (r = 0; r < rounds; r++) {
+        for (i = 0; i < n; i++) {
+            QrdmaDpQp *a = &qp[2 * i];
+
+            /* a new key byte, as ib_update_fast_reg_key() makes */
+            key[i] = (key[i] & ~0xffu) | ((key[i] + 1) & 0xff);
+            memset(&w[0], 0, sizeof(w[0]));
+            w[0].opcode = QRDMA_WR_REG_MR;
+            w[0].flags = QRDMA_WQE_F_SIGNALED;
+            w[0].reg_mr.iova = cpu_to_le64(BENCH_FR_IOVA);
+            w[0].reg_mr.length = cpu_to_le64(4096);
+            w[0].reg_mr.pages_addr = cpu_to_le64(list);
+            w[0].reg_mr.key = cpu_to_le32(key[i]);
+            w[0].reg_mr.access = cpu_to_le32(QRDMA_ACCESS_LOCAL_WRITE);
+            w[0].reg_mr.npages = cpu_to_le32(1);
+            w[0].reg_mr.page_shift = 12;
+            w[1] = qrdma_dp_wqe_sge(1, QRDMA_WR_RDMA_WRITE, BENCH_FR_IOVA, 64,
+                                    key[i]);
+            w[1].rdma.remote_addr = cpu_to_le64(e->data + 4096);
+            w[1].rdma.rkey = cpu_to_le32(e->rkey);
+            memset(&w[2], 0, sizeof(w[2]));
+            w[2].wr_id = 2;
+            w[2].opcode = QRDMA_WR_LOCAL_INV;
+            w[2].flags = QRDMA_WQE_F_SIGNALED;
+            w[2].imm_data = cpu_to_le32(key[i]);
+            for (j = 0; j < 3; j++) {
+                qtest_memwrite(e->t.qts, a->sq + (a->sq_pi++ % 16) *
+                               QRDMA_SQ_WQE_SIZE, &w[j], sizeof(w[j]));
+            }
+            qrdma_dp_ring_db(e, QRDMA_DB_SQ, a->qpn, a->sq_pi);
+        }
+        bench_reap(e, &cq, 3 * n);
+    }
+    return rounds * n;
+}
+
+static uint32_t bench_scale_conns(QrdmaDpEnv *e, uint32_t n)
+{
+    const char *only = g_getenv("QRDMA_BENCH_ROUNDS");
+    uint32_t rounds = only ? atoi(only) : bench_on() ? 64 : 1, r, i;
+    uint64_t sq_list = qrdma_dp_page_list1(e, guest_alloc(e->t.alloc, 4096));
+
+    for (i = 0; i < n; i++) {
+        qrdma_dp_alloc_mw(e, e->pd, QRDMA_MW_TYPE_1, NULL);
+    }
+    for (r = 0; r < rounds; r++) {
+        g_autofree QrdmaDpQp *qp = bench_pairs(e, 2, &e->cq, sq_list);
+
+        for (i = 0; i < 2; i++) {
+            g_assert_cmpuint(qrdma_t_destroy(&e->t, QRDMA_CMD_DESTROY_QP, 0,
+                                             qp[i].qpn), ==, QRDMA_STATUS_OK);
+        }
+    }
+    return rounds;
+}
+
+static void test_bench_scale(void *obj, void *data, QGuestAllocator *alloc)
+{
+    const char *what = g_getenv("QRDMA_BENCH_SCALE") ?: "qps";
+    const char *size = g_getenv("QRDMA_BENCH_N");
+    uint32_t n = size ? atoi(size) : 2, ops;
+    QrdmaDpEnv e;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    /* what every WRITE copies, from data page 0 or page 12 to page 1 */
+    qrdma_dp_write_data(&e, 0, "at scale");
+    qrdma_dp_write_data(&e, 12 * 4096, "at scale");
+    if (!strcmp(what, "qps")) {
+        ops = bench_scale_qps(&e, n);
+    } else if (!strcmp(what, "mrs")) {
+        ops = bench_scale_mrs(&e, n);
+    } else if (!strcmp(what, "conns")) {
+        qrdma_dp_write_data(&e, 4096, "at scale");
+        ops = bench_scale_conns(&e, n);
+    } else {
+        g_assert_cmpstr(what, ==, "fastreg");
+        ops = bench_scale_fastreg(&e, n);
+    }
+    qrdma_dp_expect_data(&e, 4096, "at scale");
+    printf("# ops %u\n", ops);
+}
+
 static void qrdma_bench_register_tests(void)
 {
     /*
@@ -262,12 +577,17 @@ static void qrdma_bench_register_tests(void)
      * functions, so -m perf is known by now: without it the benchmarks
      * are not even listed.
      */
+    QOSGraphTestOptions scale = {
+        .edge.extra_device_opts = "max-qp=16384,max-mr=65520,max-mw=65520",
+    };
+
     if (!g_test_perf()) {
         return;
     }
     qos_add_test("bench/write-throughput", QRDMA_NODE_DP,
                  test_bench_write, NULL);
     qos_add_test("bench/small-wqe", QRDMA_NODE_DP, test_bench_small, NULL);
+    qos_add_test("bench/scale", QRDMA_NODE_DP, test_bench_scale, &scale);
 }
 
 libqos_init(qrdma_bench_register_tests);

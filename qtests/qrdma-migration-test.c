@@ -474,6 +474,13 @@ static void test_migration_objects(void *obj, void *data,
     qrdma_dp_write_data(&e, 0, "fast-registered");
     write_via(&e, &a, 4, fr_key, 0x50000000 + 4096 + 8, 16);
     qrdma_dp_expect_data(&e, 4096 * 13 + 8, "fast-registered");
+    /* The window is still b's: b's destruction unbinds it for d to bind. */
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, b.qpn),
+                     ==, QRDMA_STATUS_OK);
+    window = qrdma_dp_next_key(window);
+    qrdma_dp_run_wqe(&e, &d, qrdma_dp_wqe_bind(7, window, mr, 0x10000100, 256,
+                                               QRDMA_ACCESS_REMOTE_WRITE),
+                     QRDMA_WC_BIND_MW, QRDMA_WC_SUCCESS);
 
     qrdma_dp_write_data(&e, 0, "into the SRQ");
     w = qrdma_dp_wqe_sge(5, QRDMA_WR_SEND, e.data, 13, e.lkey);
