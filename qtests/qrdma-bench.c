@@ -335,31 +335,6 @@ static void bench_reap(QrdmaDpEnv *e, QrdmaDpCq *cq, uint32_t n)
     qtest_writel(e->t.qts, cq->ci_addr, cq->ci);
 }
 
-/* An RC QP on the given rings' page lists, both CQs cq */
-static void bench_scale_qp(QrdmaDpEnv *e, QrdmaDpQp *qp, const QrdmaDpCq *cq,
-                           uint64_t sq_list, uint64_t rq_list)
-{
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_QP };
-    struct qrdma_cmpl cmpl;
-
-    memset(qp, 0, sizeof(*qp));
-    qp->type = QRDMA_QPT_RC;
-    cmd.create_qp.pd = cpu_to_le32(e->pd);
-    cmd.create_qp.send_cq = cpu_to_le32(cq->cqn);
-    cmd.create_qp.recv_cq = cpu_to_le32(cq->cqn);
-    cmd.create_qp.qp_type = QRDMA_QPT_RC;
-    cmd.create_qp.sq_log2 = 4;
-    cmd.create_qp.max_send_wr = cpu_to_le32(16);
-    cmd.create_qp.sq_pages_addr = cpu_to_le64(sq_list);
-    cmd.create_qp.sq_npages = cpu_to_le32(1);
-    cmd.create_qp.rq_log2 = 5;
-    cmd.create_qp.max_recv_wr = cpu_to_le32(32);
-    cmd.create_qp.rq_pages_addr = cpu_to_le64(rq_list);
-    cmd.create_qp.rq_npages = cpu_to_le32(1);
-    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, &cmpl), ==, 0);
-    qp->qpn = le32_to_cpu(cmpl.handle);
-}
-
 /*
  * n QPs in pairs connected to each other, on cq.  With sq_list, every QP
  * sends from that one ring; without, each from a ring of its own (in
@@ -378,8 +353,10 @@ static QrdmaDpQp *bench_pairs(QrdmaDpEnv *e, uint32_t n, const QrdmaDpCq *cq,
         if (!sq_list) {
             sq = guest_alloc(e->t.alloc, 4096);
         }
-        bench_scale_qp(e, &qp[i], cq, sq_list ? sq_list :
-                       qrdma_dp_page_list1(e, sq), rq_list);
+        g_assert_cmpuint(qrdma_dp_create_qp_on(e, &qp[i], QRDMA_QPT_RC, 0, cq,
+                                               cq, sq_list ? sq_list :
+                                               qrdma_dp_page_list1(e, sq),
+                                               rq_list), ==, 0);
         qp[i].sq = sq;
     }
     for (i = 0; i < n; i++) {

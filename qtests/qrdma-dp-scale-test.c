@@ -52,12 +52,27 @@ static void scale_group_gid(uint8_t *gid, uint32_t i)
 /* The iova of the last MR: data page 0 */
 #define SCALE_IOVA 0x10000000ull
 
+/*
+ * Run a command that makes an object: its status, and (when it succeeds)
+ * its handle in *handle, if not NULL.
+ */
+static uint8_t scale_exec(QrdmaDpEnv *e, struct qrdma_cmd *cmd,
+                          uint32_t *handle)
+{
+    struct qrdma_cmpl cmpl;
+    uint8_t st = qrdma_t_exec(&e->t, cmd, &cmpl);
+
+    if (!st && handle) {
+        *handle = le32_to_cpu(cmpl.handle);
+    }
+    return st;
+}
+
+/* The MR's lkey, which is its rkey too, in *key. */
 static uint8_t scale_reg_mr(QrdmaDpEnv *e, uint32_t pd, uint64_t list,
                             uint32_t npages, uint32_t access, uint32_t *key)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_REG_MR };
-    struct qrdma_cmpl cmpl;
-    uint8_t st;
 
     cmd.reg_mr.pd = cpu_to_le32(pd);
     cmd.reg_mr.access = cpu_to_le32(access);
@@ -66,15 +81,10 @@ static uint8_t scale_reg_mr(QrdmaDpEnv *e, uint32_t pd, uint64_t list,
     cmd.reg_mr.pages_addr = cpu_to_le64(list);
     cmd.reg_mr.npages = cpu_to_le32(npages);
     cmd.reg_mr.page_shift = 12;
-    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
-    if (!st && key) {
-        g_assert_cmphex(le32_to_cpu(cmpl.data[0]), ==,
-                        le32_to_cpu(cmpl.handle));
-        *key = le32_to_cpu(cmpl.handle);
-    }
-    return st;
+    return scale_exec(e, &cmd, key);
 }
 
+/* The window's key (not its handle) in *key. */
 static uint8_t scale_alloc_mw(QrdmaDpEnv *e, uint32_t pd, uint8_t type,
                               uint32_t *key)
 {
@@ -94,13 +104,8 @@ static uint8_t scale_alloc_mw(QrdmaDpEnv *e, uint32_t pd, uint8_t type,
 static uint8_t scale_alloc_pd(QrdmaDpEnv *e, uint32_t *pd)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_PD };
-    struct qrdma_cmpl cmpl;
-    uint8_t st = qrdma_t_exec(&e->t, &cmd, &cmpl);
 
-    if (!st && pd) {
-        *pd = le32_to_cpu(cmpl.handle);
-    }
-    return st;
+    return scale_exec(e, &cmd, pd);
 }
 
 /* An SRQ of 4 on the ring whose page list is at list */
@@ -108,8 +113,6 @@ static uint8_t scale_create_srq(QrdmaDpEnv *e, uint32_t pd, uint64_t list,
                                 uint32_t *srqn)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_SRQ };
-    struct qrdma_cmpl cmpl;
-    uint8_t st;
 
     cmd.srq.pd = cpu_to_le32(pd);
     cmd.srq.max_wr = cpu_to_le32(4);
@@ -117,29 +120,19 @@ static uint8_t scale_create_srq(QrdmaDpEnv *e, uint32_t pd, uint64_t list,
     cmd.srq.log2_entries = cpu_to_le32(2);
     cmd.srq.npages = cpu_to_le32(1);
     cmd.srq.pages_addr = cpu_to_le64(list);
-    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
-    if (!st && srqn) {
-        *srqn = le32_to_cpu(cmpl.handle);
-    }
-    return st;
+    return scale_exec(e, &cmd, srqn);
 }
 
 static uint8_t scale_create_ah(QrdmaDpEnv *e, uint32_t pd, const uint8_t *gid,
                                uint32_t *ah)
 {
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_AH };
-    struct qrdma_cmpl cmpl;
-    uint8_t st;
 
     cmd.create_ah.pd = cpu_to_le32(pd);
     cmd.create_ah.av.hop_limit = 1;
     cmd.create_ah.av.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
     memcpy(cmd.create_ah.av.dgid, gid, 16);
-    st = qrdma_t_exec(&e->t, &cmd, &cmpl);
-    if (!st && ah) {
-        *ah = le32_to_cpu(cmpl.handle);
-    }
-    return st;
+    return scale_exec(e, &cmd, ah);
 }
 
 static uint8_t scale_attach(QrdmaDpEnv *e, uint32_t qpn, const uint8_t *gid)
@@ -181,21 +174,10 @@ static uint8_t scale_filler_cq(QrdmaDpEnv *e, uint64_t list)
 
 static uint8_t scale_filler_qp(QrdmaDpEnv *e, uint64_t list)
 {
-    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_QP };
+    QrdmaDpQp qp;
 
-    cmd.create_qp.pd = cpu_to_le32(e->pd);
-    cmd.create_qp.send_cq = cpu_to_le32(e->cq.cqn);
-    cmd.create_qp.recv_cq = cpu_to_le32(e->cq.cqn);
-    cmd.create_qp.qp_type = QRDMA_QPT_RC;
-    cmd.create_qp.sq_log2 = 4;
-    cmd.create_qp.max_send_wr = cpu_to_le32(16);
-    cmd.create_qp.sq_pages_addr = cpu_to_le64(list);
-    cmd.create_qp.sq_npages = cpu_to_le32(1);
-    cmd.create_qp.rq_log2 = 5;
-    cmd.create_qp.max_recv_wr = cpu_to_le32(32);
-    cmd.create_qp.rq_pages_addr = cpu_to_le64(list);
-    cmd.create_qp.rq_npages = cpu_to_le32(1);
-    return qrdma_t_exec(&e->t, &cmd, NULL);
+    return qrdma_dp_create_qp_on(e, &qp, QRDMA_QPT_RC, 0, &e->cq, &e->cq,
+                                 list, list);
 }
 
 /* One more is refused for want of resources. */

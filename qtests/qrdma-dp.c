@@ -221,14 +221,29 @@ uint8_t qrdma_dp_create_qp(QrdmaDpEnv *e, QrdmaDpQp *qp, uint8_t type,
                            uint32_t srq, const QrdmaDpCq *scq,
                            const QrdmaDpCq *rcq)
 {
+    uint64_t sq = guest_alloc(e->t.alloc, 4096);
+    uint64_t rq = guest_alloc(e->t.alloc, 4096);
+    uint64_t sq_list = qrdma_dp_page_list1(e, sq);
+    uint64_t rq_list = srq ? 0 : qrdma_dp_page_list1(e, rq);
+    uint8_t st;
+
+    st = qrdma_dp_create_qp_on(e, qp, type, srq, scq, rcq, sq_list, rq_list);
+    qp->sq = sq;
+    qp->rq = rq;
+    return st;
+}
+
+uint8_t qrdma_dp_create_qp_on(QrdmaDpEnv *e, QrdmaDpQp *qp, uint8_t type,
+                              uint32_t srq, const QrdmaDpCq *scq,
+                              const QrdmaDpCq *rcq, uint64_t sq_list,
+                              uint64_t rq_list)
+{
     struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_CREATE_QP };
     struct qrdma_cmpl cmpl;
     uint8_t st;
 
     memset(qp, 0, sizeof(*qp));
     qp->type = type;
-    qp->sq = guest_alloc(e->t.alloc, 4096);
-    qp->rq = guest_alloc(e->t.alloc, 4096);
     cmd.create_qp.pd = cpu_to_le32(e->pd);
     cmd.create_qp.send_cq = cpu_to_le32(scq->cqn);
     cmd.create_qp.recv_cq = cpu_to_le32(rcq->cqn);
@@ -236,13 +251,12 @@ uint8_t qrdma_dp_create_qp(QrdmaDpEnv *e, QrdmaDpQp *qp, uint8_t type,
     cmd.create_qp.qp_type = type;
     cmd.create_qp.sq_log2 = 4;
     cmd.create_qp.max_send_wr = cpu_to_le32(16);
-    cmd.create_qp.sq_pages_addr = cpu_to_le64(qrdma_dp_page_list1(e, qp->sq));
+    cmd.create_qp.sq_pages_addr = cpu_to_le64(sq_list);
     cmd.create_qp.sq_npages = cpu_to_le32(1);
     if (!srq) {
         cmd.create_qp.rq_log2 = 5;
         cmd.create_qp.max_recv_wr = cpu_to_le32(32);
-        cmd.create_qp.rq_pages_addr =
-            cpu_to_le64(qrdma_dp_page_list1(e, qp->rq));
+        cmd.create_qp.rq_pages_addr = cpu_to_le64(rq_list);
         cmd.create_qp.rq_npages = cpu_to_le32(1);
     }
     st = qrdma_t_exec(&e->t, &cmd, &cmpl);

@@ -92,6 +92,15 @@ uint32_t qrdma_dp_next_key(uint32_t key);
 uint8_t qrdma_dp_create_qp(QrdmaDpEnv *e, QrdmaDpQp *qp, uint8_t type,
                            uint32_t srq, const QrdmaDpCq *scq,
                            const QrdmaDpCq *rcq);
+/*
+ * The same on rings the caller has: one page each, from the page lists at
+ * sq_list and rq_list (rq_list unused with an SRQ); qp->sq and qp->rq are
+ * left 0.  QPs that never post may share them.
+ */
+uint8_t qrdma_dp_create_qp_on(QrdmaDpEnv *e, QrdmaDpQp *qp, uint8_t type,
+                              uint32_t srq, const QrdmaDpCq *scq,
+                              const QrdmaDpCq *rcq, uint64_t sq_list,
+                              uint64_t rq_list);
 uint8_t qrdma_dp_modify(QrdmaDpEnv *e, QrdmaDpQp *qp, uint32_t mask,
                         uint8_t state, uint32_t dest, uint8_t rnr_retry);
 /* A modify that moves the QP to @state and changes nothing else. */
