@@ -209,10 +209,6 @@ bool qrdma_mr_layout_ok(uint64_t iova, uint64_t length, unsigned shift,
         (uint8_t)(status);                                                  \
     })
 
-/*
- * BIND_MW: the window that key names takes key as its rkey and the range
- * of the MR mr_lkey names, with the remote rights of access.
- */
 /* The QP a type 2 window is bound to, which counts its windows. */
 static QrdmaQp *qrdma_mw_qp(QrdmaCore *core, uint32_t qpn)
 {
@@ -221,6 +217,10 @@ static QrdmaQp *qrdma_mw_qp(QrdmaCore *core, uint32_t qpn)
     return idx < 0 ? NULL : &core->qp[idx];
 }
 
+/*
+ * BIND_MW: the window that key names takes key as its rkey and the range
+ * of the MR mr_lkey names, with the remote rights of access.
+ */
 static uint8_t qrdma_mw_bind(QrdmaCore *core, uint32_t pd, uint32_t qpn,
                              const struct qrdma_sq_wqe *wqe)
 {
