@@ -114,7 +114,7 @@ static uint32_t qrdma_mig_pack_table(QrdmaMigImage *m, QrdmaResKindIdx k)
     uint32_t i, n = 0;
 
     mt->max = t->max;
-    mt->next = t->next;
+    mt->next = qrdma_table_next(t);
     mt->gen = g_memdup2(t->gen, t->max);
     mt->slot = g_new(uint32_t, t->in_use);
     for (i = 0; i < t->max && n < t->in_use; i++) {
@@ -1319,12 +1319,7 @@ static void qrdma_mig_unpack(QrdmaMigImage *m)
         QrdmaMigTable *mt = &m->t[k];
         QrdmaTable *t = qrdma_mig_table(core, k);
 
-        memcpy(t->gen, mt->gen, t->max);
-        t->next = mt->next;
-        for (i = 0; i < mt->n; i++) {
-            t->busy[mt->slot[i]] = true;
-        }
-        t->in_use = mt->n;
+        qrdma_table_load(t, mt->gen, mt->next, mt->slot, mt->n);
     }
 
 #define QRDMA_MIG_UNPACK(kind, field)                                   \

@@ -383,8 +383,7 @@ static uint8_t qrdma_qp_read_rings(QrdmaCore *core,
 static int qrdma_qp_slot_alloc(QrdmaCore *core, uint8_t type)
 {
     if (type == QRDMA_QPT_GSI) {
-        core->qp_table.busy[0] = true;
-        core->qp_table.in_use++;
+        qrdma_table_alloc_reserved(&core->qp_table, 0);
         return 0;
     }
     return qrdma_slot_alloc(core, &core->qp_table);

@@ -93,15 +93,7 @@ void qrdma_resources_reset(QrdmaCore *core)
         qrdma_pages_free(&core->qp[i].rq);
     }
     for (i = 0; i < ARRAY_SIZE(tables); i++) {
-        QrdmaTable *t = tables[i];
-        uint32_t j;
-
-        for (j = 0; j < t->max; j++) {
-            if (t->busy[j]) {
-                qrdma_table_free(t, j);
-            }
-        }
-        t->next = t->first;
+        qrdma_table_reset(tables[i]);
     }
     g_hash_table_remove_all(core->mcast_index);
     memset(core->gid, 0, sizeof(core->gid));

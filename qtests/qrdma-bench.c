@@ -269,7 +269,10 @@ static void test_bench_small(void *obj, void *data, QGuestAllocator *alloc)
  *   conns N    connections set up and torn down (two RC QPs created,
  *              moved to RTS, destroyed) with N memory windows allocated,
  *              the commands' cost; QRDMA_BENCH_ROUNDS=0 runs the set-up
- *              alone, whose cost scripts/bench takes away.
+ *              alone, whose cost scripts/bench takes away;
+ *   alloc N    a QP created and destroyed with N QPs in the table
+ *              already, the commands' cost; QRDMA_BENCH_ROUNDS as for
+ *              conns.
  * It prints "# ops N", the WRITEs, I/Os or connections it ran, every one
  * of them checked by its CQE or its command's status.
  */
@@ -521,6 +524,28 @@ static uint32_t bench_scale_conns(QrdmaDpEnv *e, uint32_t n)
     return rounds;
 }
 
+static uint32_t bench_scale_alloc(QrdmaDpEnv *e, uint32_t n)
+{
+    const char *only = g_getenv("QRDMA_BENCH_ROUNDS");
+    uint32_t rounds = only ? atoi(only) : bench_on() ? 64 : 1, r, i;
+    uint64_t list = qrdma_dp_page_list1(e, guest_alloc(e->t.alloc, 4096));
+    QrdmaDpQp qp;
+
+    for (i = 0; i < n; i++) {
+        g_assert_cmpuint(qrdma_dp_create_qp_on(e, &qp, QRDMA_QPT_RC, 0,
+                                               &e->cq, &e->cq, list, list),
+                         ==, 0);
+    }
+    for (r = 0; r < rounds; r++) {
+        g_assert_cmpuint(qrdma_dp_create_qp_on(e, &qp, QRDMA_QPT_RC, 0,
+                                               &e->cq, &e->cq, list, list),
+                         ==, 0);
+        g_assert_cmpuint(qrdma_t_destroy(&e->t, QRDMA_CMD_DESTROY_QP, 0,
+                                         qp.qpn), ==, QRDMA_STATUS_OK);
+    }
+    return rounds;
+}
+
 static void test_bench_scale(void *obj, void *data, QGuestAllocator *alloc)
 {
     const char *what = g_getenv("QRDMA_BENCH_SCALE") ?: "qps";
@@ -536,6 +561,9 @@ static void test_bench_scale(void *obj, void *data, QGuestAllocator *alloc)
         ops = bench_scale_qps(&e, n);
     } else if (!strcmp(what, "mrs")) {
         ops = bench_scale_mrs(&e, n);
+    } else if (!strcmp(what, "alloc")) {
+        qrdma_dp_write_data(&e, 4096, "at scale");
+        ops = bench_scale_alloc(&e, n);
     } else if (!strcmp(what, "conns")) {
         qrdma_dp_write_data(&e, 4096, "at scale");
         ops = bench_scale_conns(&e, n);

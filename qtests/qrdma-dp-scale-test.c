@@ -407,6 +407,109 @@ static void test_scale_limits(void *obj, void *data, QGuestAllocator *alloc)
     g_free(l.member);
 }
 
+/* A handle's slot, which stays while its generation changes */
+#define SCALE_SLOT(handle) ((handle) & 0xffff)
+
+/* A QP on the filler ring: its QPN in *qpn */
+static uint8_t scale_filler_qpn(QrdmaDpEnv *e, uint64_t list, uint32_t *qpn)
+{
+    QrdmaDpQp qp;
+    uint8_t st = qrdma_dp_create_qp_on(e, &qp, QRDMA_QPT_RC, 0, &e->cq,
+                                       &e->cq, list, list);
+
+    *qpn = qp.qpn;
+    return st;
+}
+
+/*
+ * The QP table of "dp/scale-table-reuse": small, so that the free ring's
+ * head goes round it many times.
+ */
+#define SCALE_TABLE_QPS 24
+#define SCALE_TABLE_PDS 8
+
+/*
+ * A full table hands out exactly the slot freed, under a new handle, the
+ * old one refused: the QP table, whose slots are drawn at random, again
+ * and again from wherever its free ring's head got to; the PD table,
+ * which is not random, slots in turn, and freed ones in the order they
+ * were freed, each with the next generation.
+ */
+static void test_scale_table_reuse(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    uint32_t qpn[SCALE_TABLE_QPS], pd[SCALE_TABLE_PDS], old, other, i;
+    uint64_t filler;
+    bool in_turn = true;
+    QrdmaDpEnv e;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    filler = qrdma_dp_page_list1(&e, e.data + 15 * 4096);
+    for (i = 0; i < SCALE_TABLE_QPS; i++) {
+        g_assert_cmpuint(scale_filler_qpn(&e, filler, &qpn[i]), ==, 0);
+        in_turn &= !i || SCALE_SLOT(qpn[i]) == SCALE_SLOT(qpn[i - 1]) + 1;
+    }
+    g_assert_false(in_turn);
+    g_assert_cmpuint(scale_filler_qpn(&e, filler, &other), ==,
+                     QRDMA_STATUS_NO_RESOURCES);
+
+    for (i = 0; i < 3 * SCALE_TABLE_QPS; i++) {
+        uint32_t k = (i * 7 + 3) % SCALE_TABLE_QPS;
+
+        old = qpn[k];
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, old),
+                         ==, 0);
+        g_assert_cmpuint(scale_filler_qpn(&e, filler, &qpn[k]), ==, 0);
+        g_assert_cmphex(SCALE_SLOT(qpn[k]), ==, SCALE_SLOT(old));
+        g_assert_cmphex(qpn[k], !=, old);
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, old),
+                         ==, QRDMA_STATUS_BAD_HANDLE);
+        g_assert_cmpuint(scale_filler_qpn(&e, filler, &other), ==,
+                         QRDMA_STATUS_NO_RESOURCES);
+    }
+
+    /* two free: the two slots, in either order */
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, qpn[5]),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, qpn[17]),
+                     ==, 0);
+    g_assert_cmpuint(scale_filler_qpn(&e, filler, &old), ==, 0);
+    g_assert_cmpuint(scale_filler_qpn(&e, filler, &other), ==, 0);
+    g_assert_cmphex(SCALE_SLOT(old) ^ SCALE_SLOT(other), ==,
+                    SCALE_SLOT(qpn[5]) ^ SCALE_SLOT(qpn[17]));
+    g_assert_true(SCALE_SLOT(old) == SCALE_SLOT(qpn[5]) ||
+                  SCALE_SLOT(old) == SCALE_SLOT(qpn[17]));
+
+    /* The environment's PD has slot 1: the others follow it in turn. */
+    pd[0] = e.pd;
+    for (i = 1; i < SCALE_TABLE_PDS; i++) {
+        g_assert_cmpuint(scale_alloc_pd(&e, &pd[i]), ==, 0);
+        g_assert_cmphex(SCALE_SLOT(pd[i]), ==, i + 1);
+    }
+    g_assert_cmpuint(scale_alloc_pd(&e, &other), ==,
+                     QRDMA_STATUS_NO_RESOURCES);
+    for (i = 0; i < 3 * SCALE_TABLE_PDS; i++) {
+        uint32_t a = 1 + i % (SCALE_TABLE_PDS - 1);
+        uint32_t b = 1 + (i * 3 + 2) % (SCALE_TABLE_PDS - 1);
+        uint32_t want_a = (pd[a] + (1u << 16)) & 0xffffff;
+        uint32_t want_b = (pd[b] + (1u << 16)) & 0xffffff;
+
+        if (a == b) {
+            continue;
+        }
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEALLOC_PD, 0,
+                                         pd[b]), ==, 0);
+        g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEALLOC_PD, 0,
+                                         pd[a]), ==, 0);
+        g_assert_cmpuint(scale_alloc_pd(&e, &pd[b]), ==, 0);
+        g_assert_cmpuint(scale_alloc_pd(&e, &pd[a]), ==, 0);
+        g_assert_cmphex(pd[a], ==, want_a);
+        g_assert_cmphex(pd[b], ==, want_b);
+        g_assert_cmpuint(scale_alloc_pd(&e, &other), ==,
+                         QRDMA_STATUS_NO_RESOURCES);
+    }
+}
+
 static void qrdma_dp_scale_register_tests(void)
 {
     /*
@@ -420,7 +523,14 @@ static void qrdma_dp_scale_register_tests(void)
                                   "max-mcast-qp-attach=64",
     };
 
+    QOSGraphTestOptions table = {
+        .edge.extra_device_opts = "max-qp=" stringify(SCALE_TABLE_QPS)
+                                  ",max-pd=" stringify(SCALE_TABLE_PDS),
+    };
+
     qos_add_test("dp/scale-limits", QRDMA_NODE_DP, test_scale_limits, NULL);
+    qos_add_test("dp/scale-table-reuse", QRDMA_NODE_DP,
+                 test_scale_table_reuse, &table);
     qos_add_test("dp/scale-limits-largest", QRDMA_NODE_DP, test_scale_limits,
                  &largest);
 }

@@ -672,8 +672,110 @@ static void test_migration_refused(void *obj, void *data,
     qos_invalidate_command_line();
 }
 
+/* A handle's slot, which stays while its generation changes */
+#define MIG_SLOT(handle) ((handle) & 0xffff)
+#define MIG_TABLE_QPS 16
+#define MIG_TABLE_PDS 8
+
+static uint8_t mig_filler_qp(QrdmaDpEnv *e, uint64_t list, uint32_t *qpn)
+{
+    QrdmaDpQp qp;
+    uint8_t st = qrdma_dp_create_qp_on(e, &qp, QRDMA_QPT_RC, 0, &e->cq,
+                                       &e->cq, list, list);
+
+    *qpn = qp.qpn;
+    return st;
+}
+
+static uint8_t mig_alloc_pd(QrdmaDpEnv *e, uint32_t *pd)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_ALLOC_PD };
+    struct qrdma_cmpl cmpl;
+    uint8_t st = qrdma_t_exec(&e->t, &cmd, &cmpl);
+
+    *pd = le32_to_cpu(cmpl.handle);
+    return st;
+}
+
+/*
+ * Full tables move, and the destination allocates from them as the
+ * source would have: the QP table, all but one slot in use, hands out
+ * that one slot, then refuses; the PD table, two slots freed in an order
+ * a search round the table would not take, hands them out in the order
+ * they were freed.
+ */
+static void test_migration_table_full(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    g_autofree char *path = mig_path();
+    uint32_t qpn[MIG_TABLE_QPS], pd[MIG_TABLE_PDS], old, slot_sum = 0;
+    QTestState *src, *dst;
+    uint64_t filler;
+    QrdmaDpEnv e;
+    uint32_t i;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    src = e.t.qts;
+    filler = qrdma_dp_page_list1(&e, e.data + 15 * 4096);
+    for (i = 0; i < MIG_TABLE_QPS; i++) {
+        g_assert_cmpuint(mig_filler_qp(&e, filler, &qpn[i]), ==, 0);
+    }
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, qpn[9]),
+                     ==, 0);
+    pd[0] = e.pd;
+    for (i = 1; i < MIG_TABLE_PDS; i++) {
+        g_assert_cmpuint(mig_alloc_pd(&e, &pd[i]), ==, 0);
+    }
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEALLOC_PD, 0, pd[6]),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DEALLOC_PD, 0, pd[3]),
+                     ==, 0);
+
+    mig_save(src, path);
+    g_assert_true(mig_load(&dst, path));
+    mig_switch(&e, dst);
+    qtest_qmp_assert_success(dst, "{ 'execute': 'cont' }");
+
+    old = qpn[9];
+    g_assert_cmpuint(mig_filler_qp(&e, filler, &qpn[9]), ==, 0);
+    g_assert_cmphex(MIG_SLOT(qpn[9]), ==, MIG_SLOT(old));
+    g_assert_cmphex(qpn[9], !=, old);
+    g_assert_cmpuint(mig_filler_qp(&e, filler, &old), ==,
+                     QRDMA_STATUS_NO_RESOURCES);
+    /* every slot once: QP 1 is the GSI QP's, the others hold 2 to 17 */
+    for (i = 0; i < MIG_TABLE_QPS; i++) {
+        slot_sum += MIG_SLOT(qpn[i]);
+    }
+    g_assert_cmpuint(slot_sum, ==, (2 + MIG_TABLE_QPS + 1) * MIG_TABLE_QPS / 2);
+
+    /* a QP from before the move freed: its slot again, its handle not */
+    old = qpn[2];
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, old),
+                     ==, 0);
+    g_assert_cmpuint(mig_filler_qp(&e, filler, &qpn[2]), ==, 0);
+    g_assert_cmphex(MIG_SLOT(qpn[2]), ==, MIG_SLOT(old));
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, old),
+                     ==, QRDMA_STATUS_BAD_HANDLE);
+
+    g_assert_cmpuint(mig_alloc_pd(&e, &old), ==, 0);
+    g_assert_cmphex(old, ==, (pd[6] + (1u << 16)) & 0xffffff);
+    g_assert_cmpuint(mig_alloc_pd(&e, &old), ==, 0);
+    g_assert_cmphex(old, ==, (pd[3] + (1u << 16)) & 0xffffff);
+    g_assert_cmpuint(mig_alloc_pd(&e, &old), ==, QRDMA_STATUS_NO_RESOURCES);
+
+    mig_switch(&e, src);
+    qtest_quit(dst);
+    unlink(path);
+    qos_invalidate_command_line();
+}
+
 static void qrdma_migration_register_tests(void)
 {
+    QOSGraphTestOptions table = {
+        .edge.extra_device_opts = "max-qp=" stringify(MIG_TABLE_QPS)
+                                  ",max-pd=" stringify(MIG_TABLE_PDS),
+    };
+
     qos_add_test("migration/traffic", QRDMA_NODE_DP, test_migration_traffic,
                  NULL);
     qos_add_test("migration/timer", QRDMA_NODE_DP, test_migration_timer,
@@ -684,6 +786,8 @@ static void qrdma_migration_register_tests(void)
                  NULL);
     qos_add_test("migration/refused", QRDMA_NODE_DP, test_migration_refused,
                  NULL);
+    qos_add_test("migration/table-full", QRDMA_NODE_DP,
+                 test_migration_table_full, &table);
 }
 
 libqos_init(qrdma_migration_register_tests);
