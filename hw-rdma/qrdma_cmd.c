@@ -189,6 +189,7 @@ static uint8_t qrdma_cmd_set_gid(QrdmaCore *core, uint32_t uctx,
     memcpy(e->mac, g->mac, sizeof(e->mac));
     e->vlan_id = g->vlan_id;
     e->type = g->type;
+    qrdma_fabric_gid_changed(&core->port, index);
     trace_qrdma_gid_set(index);
     return QRDMA_STATUS_OK;
 }
@@ -210,6 +211,7 @@ static uint8_t qrdma_cmd_del_gid(QrdmaCore *core, uint32_t uctx,
         return QRDMA_STATUS_BAD_PARAM;
     }
     memset(&core->gid[index], 0, sizeof(core->gid[index]));
+    qrdma_fabric_gid_changed(&core->port, index);
     trace_qrdma_gid_del(index);
     return QRDMA_STATUS_OK;
 }

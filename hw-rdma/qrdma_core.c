@@ -459,6 +459,9 @@ bool qrdma_core_post_load(QrdmaCore *core)
     bool fatal = core->dev_status & QRDMA_DEV_STATUS_FATAL;
     unsigned i;
 
+    /* The stream wrote the GID table: whether it holds or not, route by it. */
+    qrdma_fabric_gids_changed(&core->port);
+
     if (core->dev_ctrl & ~QRDMA_DEV_CTRL_ENABLE) {
         trace_qrdma_err_post_load("DEV_CTRL holds bits that never persist");
         return false;

@@ -16,6 +16,7 @@
 #include "qrdma.h"
 #include "qrdma-qemu-compat.h"
 #include "qrdma_fabric.h"
+#include "qrdma_mcast.h"
 #include "trace.h"
 
 #define QRDMA_FABRIC_DEFAULT "qrdma-fabric"
@@ -36,6 +37,77 @@ static QrdmaFabric *qrdma_fabric_default(void)
     return QRDMA_FABRIC(obj);
 }
 
+/*
+ * A unicast GID in the fabric's index: the members that hold it, one
+ * entry per GID table entry, in the order they took it.  A packet to it
+ * goes to the first; two members that claim one GID are a guest's
+ * mistake, and the one that claimed it first keeps it.
+ */
+typedef struct QrdmaFabricGid {
+    uint8_t gid[16];
+    GSList *holders;
+} QrdmaFabricGid;
+
+QEMU_BUILD_BUG_ON(QRDMA_FABRIC_PORT_GIDS != QRDMA_GID_TABLE_LEN);
+
+static void qrdma_fabric_gid_unindex(QrdmaFabricPort *port, unsigned index)
+{
+    QrdmaFabric *fabric = port->fabric;
+    QrdmaFabricGid *g;
+
+    if (!port->indexed[index]) {
+        return;
+    }
+    port->indexed[index] = false;
+    g = g_hash_table_lookup(fabric->gids, port->indexed_gid[index]);
+    g->holders = g_slist_remove(g->holders, port);
+    if (!g->holders) {
+        g_hash_table_remove(fabric->gids, g->gid);
+    }
+}
+
+void qrdma_fabric_gid_changed(QrdmaFabricPort *port, unsigned index)
+{
+    const struct qrdma_gid_entry *e = &port->core->gid[index];
+    QrdmaFabric *fabric = port->fabric;
+    QrdmaFabricGid *g;
+
+    if (!fabric) {
+        return;
+    }
+    qrdma_fabric_gid_unindex(port, index);
+    /* Multicast packets go to every member: no owner to look up. */
+    if (!e->type || qrdma_gid_is_mcast(e->gid)) {
+        return;
+    }
+    g = g_hash_table_lookup(fabric->gids, e->gid);
+    if (!g) {
+        g = g_new0(QrdmaFabricGid, 1);
+        memcpy(g->gid, e->gid, sizeof(g->gid));
+        g_hash_table_insert(fabric->gids, g->gid, g);
+    }
+    g->holders = g_slist_append(g->holders, port);
+    memcpy(port->indexed_gid[index], e->gid, 16);
+    port->indexed[index] = true;
+}
+
+void qrdma_fabric_gids_changed(QrdmaFabricPort *port)
+{
+    unsigned i;
+
+    for (i = 0; i < QRDMA_FABRIC_PORT_GIDS; i++) {
+        qrdma_fabric_gid_changed(port, i);
+    }
+}
+
+static void qrdma_fabric_gid_free(gpointer data)
+{
+    QrdmaFabricGid *g = data;
+
+    g_slist_free(g->holders);
+    g_free(g);
+}
+
 void qrdma_fabric_join(QrdmaFabric *fabric, QrdmaFabricPort *port,
                        QrdmaCore *core, QrdmaRxFn *rx)
 {
@@ -49,6 +121,7 @@ void qrdma_fabric_join(QrdmaFabric *fabric, QrdmaFabricPort *port,
     port->core = core;
     port->rx = rx;
     QLIST_INSERT_HEAD(&fabric->members, port, next);
+    qrdma_fabric_gids_changed(port);
     trace_qrdma_fabric_join(id ? id : "(default)");
 }
 
@@ -168,9 +241,13 @@ void qrdma_fabric_leave(QrdmaFabricPort *port)
 {
     QrdmaFabric *fabric = port->fabric;
     QrdmaFabricPkt *q, *tmp;
+    unsigned i;
 
     if (!fabric) {
         return;
+    }
+    for (i = 0; i < QRDMA_FABRIC_PORT_GIDS; i++) {
+        qrdma_fabric_gid_unindex(port, i);
     }
     /* What it sent and what it has still to take are lost with it. */
     QSIMPLEQ_FOREACH_SAFE(q, &fabric->queue, next, tmp) {
@@ -200,6 +277,7 @@ bool qrdma_fabric_route(QrdmaCore *core, QrdmaPkt *pkt)
     QrdmaFabricPort *src = &core->port;
     QrdmaFabric *fabric = src->fabric;
     QrdmaFabricPort *p;
+    QrdmaFabricGid *g;
 
     if (!fabric) {
         return false;
@@ -210,13 +288,12 @@ bool qrdma_fabric_route(QrdmaCore *core, QrdmaPkt *pkt)
         }
         return false;
     }
-    QLIST_FOREACH(p, &fabric->members, next) {
-        if (qrdma_fabric_owns_gid(p->core, pkt->dgid)) {
-            qrdma_fabric_enqueue(fabric, core, src, p, pkt);
-            return true;
-        }
+    g = g_hash_table_lookup(fabric->gids, pkt->dgid);
+    if (!g) {
+        return false;
     }
-    return false;
+    qrdma_fabric_enqueue(fabric, core, src, g->holders->data, pkt);
+    return true;
 }
 
 void qrdma_fabric_requeue(QrdmaFabricPort *port, QrdmaPkt *pkt)
@@ -230,6 +307,15 @@ static void qrdma_fabric_init(Object *obj)
 
     QLIST_INIT(&fabric->members);
     QSIMPLEQ_INIT(&fabric->queue);
+    fabric->gids = g_hash_table_new_full(qrdma_gid_hash, qrdma_gid_equal,
+                                         NULL, qrdma_fabric_gid_free);
+}
+
+static void qrdma_fabric_finalize(Object *obj)
+{
+    QrdmaFabric *fabric = QRDMA_FABRIC(obj);
+
+    g_hash_table_destroy(fabric->gids);
 }
 
 static void qrdma_fabric_realize(DeviceState *dev, Error **errp)
@@ -266,6 +352,7 @@ static const TypeInfo qrdma_fabric_info = {
     .parent = TYPE_DEVICE,
     .instance_size = sizeof(QrdmaFabric),
     .instance_init = qrdma_fabric_init,
+    .instance_finalize = qrdma_fabric_finalize,
     .class_init = qrdma_fabric_class_init,
 };
 

@@ -44,17 +44,33 @@ struct QrdmaFabric {
     DeviceState parent_obj;
 
     QLIST_HEAD(, QrdmaFabricPort) members;
+    /*
+     * The unicast GIDs of the members' GID tables, each to the members
+     * that hold it (QrdmaFabricGid), so that routing a packet is one
+     * look-up however many members there are.
+     */
+    GHashTable *gids;
     /* Sent and not yet taken, in the order they were sent. */
     QSIMPLEQ_HEAD(, QrdmaFabricPkt) queue;
     QEMUBH *bh;
     bool delivering;
 };
 
+/* The entries of a member's GID table, as the fabric has them indexed. */
+#define QRDMA_FABRIC_PORT_GIDS 16
+
 /* A function's place on a fabric. */
 typedef struct QrdmaFabricPort {
     QrdmaFabric *fabric;
     QrdmaCore *core;
     QrdmaRxFn *rx;
+    /*
+     * What of its GID table is in the fabric's index: the GID table may
+     * have changed under it (a migration stream loads it whole), and the
+     * index must lose exactly what it was given.
+     */
+    uint8_t indexed_gid[QRDMA_FABRIC_PORT_GIDS][16];
+    bool indexed[QRDMA_FABRIC_PORT_GIDS];
     /* Its packets on the queue, and their payload bytes. */
     uint32_t queued;
     uint64_t queued_bytes;
@@ -98,5 +114,10 @@ bool qrdma_fabric_busy(const QrdmaFabricPort *port);
 
 /* Whether gid is in core's GID table. */
 bool qrdma_fabric_owns_gid(const QrdmaCore *core, const uint8_t *gid);
+
+/* Entry index of port's GID table changed: the fabric's index follows. */
+void qrdma_fabric_gid_changed(QrdmaFabricPort *port, unsigned index);
+/* The same for every entry: after a reset, or a migration's load. */
+void qrdma_fabric_gids_changed(QrdmaFabricPort *port);
 
 #endif /* HW_RDMA_QRDMA_FABRIC_H */

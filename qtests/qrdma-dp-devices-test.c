@@ -7,8 +7,8 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * Traffic between two functions, interrupts of one that reset the other
- * while it delivers, and functions that reach each other only on one
- * qrdma-fabric.
+ * while it delivers, functions that reach each other only on one
+ * qrdma-fabric, and a fabric that routes by GID tables that change.
  */
 
 #include "qemu/osdep.h"
@@ -221,6 +221,142 @@ static void test_fabric_link(void *obj, void *data, QGuestAllocator *alloc)
     qobject_unref(rsp);
 }
 
+static void gid_set(QrdmaDpEnv *e, uint32_t index, uint8_t ip)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_SET_GID };
+
+    cmd.gid.index = cpu_to_le32(index);
+    cmd.gid.type = QRDMA_GID_TYPE_ROCE_V2;
+    cmd.gid.vlan_id = cpu_to_le16(QRDMA_VLAN_NONE);
+    memcpy(cmd.gid.gid, (uint8_t[16]) { [10] = 0xff, [11] = 0xff, 10, 0, 2,
+                                        ip }, 16);
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, NULL), ==, 0);
+}
+
+static void gid_del(QrdmaDpEnv *e, uint32_t index)
+{
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_DEL_GID };
+
+    cmd.gid.index = cpu_to_le32(index);
+    g_assert_cmpuint(qrdma_t_exec(&e->t, &cmd, NULL), ==, 0);
+}
+
+/* A new RC QP of e0 to ip, on a QP of er that answers e0 at 10.0.2.15. */
+static void gid_connect(QrdmaDpEnv *e0, QrdmaDpQp *a, uint8_t ip,
+                        QrdmaDpEnv *er, QrdmaDpQp *b)
+{
+    e0->peer_ip = ip;
+    er->peer_ip = 15;
+    qrdma_dp_connect_rc(e0, a, er, b, true);
+}
+
+/* A SEND from a of e0 reaches b of er. */
+static void gid_send(QrdmaDpEnv *e0, QrdmaDpQp *a, QrdmaDpEnv *er,
+                     QrdmaDpQp *b, uint64_t id)
+{
+    struct qrdma_sq_wqe w;
+
+    qrdma_dp_write_data(e0, 0, "to the GID");
+    qtest_memset(er->t.qts, er->data + 4096, 0, 64);
+    qrdma_dp_post_recv(er, b, id | 0xb00, er->data + 4096, 64, er->lkey);
+    w = qrdma_dp_wqe_sge(id | 0xa00, QRDMA_WR_SEND, e0->data, 11, e0->lkey);
+    qrdma_dp_post_send(e0, a, &w);
+    qrdma_dp_expect_cqe(er, &er->cq, id | 0xb00, b->qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(e0, &e0->cq, id | 0xa00, a->qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(er, 4096, "to the GID");
+}
+
+/* A SEND from a of e0 finds no member: its retries run out. */
+static void gid_send_lost(QrdmaDpEnv *e0, QrdmaDpQp *a, uint64_t id)
+{
+    struct qrdma_sq_wqe w;
+
+    w = qrdma_dp_wqe_sge(id, QRDMA_WR_SEND, e0->data, 11, e0->lkey);
+    qrdma_dp_post_send(e0, a, &w);
+    qrdma_dp_expect_cqe_stepping(e0, &e0->cq, id, a->qpn,
+                                 QRDMA_WC_RETRY_EXC_ERR, SCALE_MS, 10);
+}
+
+/*
+ * A SEND from a new QP of e0 to ip, for QPN qpn: it reaches er, whose
+ * packet count grows, and nothing more (no QP of er takes it from e0 at
+ * ip), or reaches nobody if !arrives; its retries run out either way.
+ */
+static void gid_send_probe(QrdmaDpEnv *e0, QrdmaDpQp *a, uint8_t ip,
+                           uint32_t qpn, QrdmaDpEnv *er, bool arrives,
+                           uint64_t id)
+{
+    uint64_t rcvd = qrdma_t_qom_get(&er->t, "pkts-rcvd");
+
+    e0->peer_ip = ip;
+    g_assert_cmpuint(qrdma_dp_create_qp(e0, a, QRDMA_QPT_RC, 0, &e0->cq,
+                                        &e0->cq), ==, 0);
+    qrdma_dp_to_rtr(e0, a, qpn);
+    qrdma_dp_to_rts(e0, a, 0);
+    gid_send_lost(e0, a, id);
+    if (arrives) {
+        g_assert_cmpuint(qrdma_t_qom_get(&er->t, "pkts-rcvd"), >, rcvd);
+    } else {
+        g_assert_cmpuint(qrdma_t_qom_get(&er->t, "pkts-rcvd"), ==, rcvd);
+    }
+}
+
+/*
+ * The fabric routes by the members' GID tables as they are now.  Three
+ * functions on one fabric, qrdma1 at 10.0.2.16 and qrdma2 at .17:
+ * qrdma1 deletes .16, and packets to it reach nobody; takes .18 at the
+ * same index, and packets to .18 reach it; qrdma2 sets .16 over its .17,
+ * and packets to .16 reach qrdma2, to .17 nobody.  A GID two members
+ * claim stays with the first until it sets another in its place.  An
+ * entry at another index routes too, until it is deleted.  A reset
+ * empties a member's GID table: packets to it reach nobody again.
+ */
+static void test_fabric_gid_moves(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    QrdmaDpQp a[10], b[5];
+    QQrdma q1, q2;
+    QrdmaDpEnv e0, e1, e2;
+
+    qrdma_dp_env_init(&e0, obj, alloc);
+    qrdma_dp_other_device(obj, 5, 16, &q1, alloc, &e1);
+    qrdma_dp_other_device(obj, 6, 17, &q2, alloc, &e2);
+    e0.timeout = 8;
+    e0.retry_cnt = 1;
+
+    gid_connect(&e0, &a[0], 16, &e1, &b[0]);
+    gid_send(&e0, &a[0], &e1, &b[0], 1);
+    gid_del(&e1, 0);
+    gid_send_probe(&e0, &a[1], 16, b[0].qpn, &e1, false, 2);
+    gid_set(&e1, 0, 18);
+    gid_connect(&e0, &a[2], 18, &e1, &b[1]);
+    gid_send(&e0, &a[2], &e1, &b[1], 3);
+
+    gid_set(&e2, 0, 16);
+    gid_connect(&e0, &a[3], 16, &e2, &b[2]);
+    gid_send(&e0, &a[3], &e2, &b[2], 4);
+    gid_send_probe(&e0, &a[4], 17, b[2].qpn, &e2, false, 5);
+
+    /* .16 twice: qrdma2's, until qrdma2 sets .19 in its place */
+    gid_set(&e1, 0, 16);
+    gid_send(&e0, &a[3], &e2, &b[2], 6);
+    gid_set(&e2, 0, 19);
+    gid_connect(&e0, &a[5], 16, &e1, &b[3]);
+    gid_send(&e0, &a[5], &e1, &b[3], 7);
+
+    /* .20 at index 5 of qrdma2 */
+    gid_set(&e2, 5, 20);
+    gid_send_probe(&e0, &a[6], 20, b[2].qpn, &e2, true, 8);
+    gid_del(&e2, 5);
+    gid_send_probe(&e0, &a[7], 20, b[2].qpn, &e2, false, 9);
+
+    qrdma_t_writel(&e1.t, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    gid_send_probe(&e0, &a[8], 16, b[3].qpn, &e1, false, 10);
+    gid_send_probe(&e0, &a[9], 16, b[3].qpn, &e2, false, 11);
+}
+
 static void qrdma_dp_devices_register_tests(void)
 {
     qos_add_test("dp/two-devices", QRDMA_NODE_DP, test_two_devices,
@@ -233,6 +369,11 @@ static void qrdma_dp_devices_register_tests(void)
         .edge.before_cmd_line = "-device qrdma-fabric,id=f1 "
                                 "-device qrdma,addr=05.0,id=qrdma1,fabric=f1 "
                                 "-device qrdma,addr=06.0,id=qrdma2,fabric=f1",
+    });
+    qos_add_test("dp/fabric-gid-moves", QRDMA_NODE_DP, test_fabric_gid_moves,
+                 &(QOSGraphTestOptions) {
+        .edge.before_cmd_line = "-device qrdma,addr=05.0,id=qrdma1 "
+                                "-device qrdma,addr=06.0,id=qrdma2",
     });
 }
 
