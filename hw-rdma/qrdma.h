@@ -235,7 +235,7 @@ typedef struct QrdmaSent {
 } QrdmaSent;
 
 /*
- * The send WQE the requester or completer works on, copied out of guest
+ * A send WQE the requester or completer works on, copied out of guest
  * memory once and checked once, with the SGEs it names.
  */
 typedef struct QrdmaWqeCache {
@@ -247,6 +247,16 @@ typedef struct QrdmaWqeCache {
     struct qrdma_sq_wqe wqe;
     QrdmaIter local;                    /* source, or READ/atomic sink */
 } QrdmaWqeCache;
+
+/*
+ * The WQEs a QP keeps read, each in slot idx % QRDMA_WQE_CACHE_SLOTS: the
+ * requester runs ahead of the completer by the WQEs in flight, and with
+ * pipelined READs the responses for the oldest arrive while the
+ * requester reads the newest.  Room for twice the READs a QP commonly has
+ * in flight (16), as the requester reads a WQE before it knows that the
+ * READs in flight are all it may have.
+ */
+#define QRDMA_WQE_CACHE_SLOTS 32
 
 typedef struct QrdmaQp {
     uint32_t qpn;
@@ -280,7 +290,11 @@ typedef struct QrdmaQp {
     QrdmaReq req;
     QrdmaComp comp;
     QrdmaResp resp;
-    QrdmaWqeCache wqe;
+    /*
+     * QRDMA_WQE_CACHE_SLOTS, once the QP has work to read: a QP that
+     * never posts (as most of thousands may not) holds none.
+     */
+    QrdmaWqeCache *wqe;
     QrdmaSent *sent;                    /* QRDMA_SENT_MAX, by SQ index */
     QEMUTimer *timer;                   /* the completer's RNR or retry wait */
     struct QrdmaCore *core;

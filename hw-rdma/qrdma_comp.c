@@ -81,11 +81,12 @@ static void qrdma_comp_done(QrdmaCore *core, QrdmaQp *qp, const QrdmaSent *c,
     }
 }
 
-void qrdma_comp_local(QrdmaCore *core, QrdmaQp *qp, uint8_t status)
+void qrdma_comp_local(QrdmaCore *core, QrdmaQp *qp, const QrdmaWqeCache *c,
+                      uint8_t status)
 {
     QrdmaSent s;
 
-    qrdma_wqe_sent(qp, &qp->wqe, &s);
+    qrdma_wqe_sent(qp, c, &s);
     qrdma_comp_done(core, qp, &s, status, 0);
 }
 
@@ -560,10 +561,11 @@ void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp)
             .qpn = cpu_to_le32(qp->qpn),
             .status = QRDMA_WC_WR_FLUSH_ERR,
         };
+        const QrdmaWqeCache *c = qrdma_wqe_cached(qp, qp->sq_ci);
 
-        if (qp->wqe.valid && qp->wqe.idx == qp->sq_ci) {
-            wqe.wr_id = qp->wqe.wqe.wr_id;
-            wqe.opcode = qp->wqe.wqe.opcode;
+        if (c) {
+            wqe.wr_id = c->wqe.wr_id;
+            wqe.opcode = c->wqe.opcode;
         } else if (!qrdma_dma_read(core, addr, &wqe,
                                    offsetof(typeof(wqe), rsvd0))) {
             wqe.wr_id = 0;
@@ -575,7 +577,7 @@ void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp)
         qrdma_qp_cqe(core, qp, false, &cqe, false);
         qp->sq_ci++;
     }
-    qp->wqe.valid = false;
+    qrdma_wqe_forget(qp);
     qp->req.idx = qp->sq_ci;
     qp->req.idx_hi = qp->sq_ci;
     qp->req.counted = qp->sq_ci;

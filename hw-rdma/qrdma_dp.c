@@ -533,7 +533,7 @@ static void qrdma_qp_engines_reset(QrdmaQp *qp)
     /* Released first (qrdma_resp_release): nothing of it is lost. */
     memset(&qp->resp, 0, sizeof(qp->resp));
     QSIMPLEQ_INIT(&qp->resp.held);
-    qp->wqe.valid = false;
+    qrdma_wqe_forget(qp);
     qp->comm_est = false;
     qp->fatal = false;
 }
@@ -558,7 +558,8 @@ void qrdma_dp_qp_loaded(QrdmaCore *core, QrdmaQp *qp, const QrdmaSent *sent,
         timer_mod(qp->timer, deadline);
     }
     qp->engines = 0;
-    qp->wqe.valid = false;
+    /* Not in the stream: read again from the ring, which migrated. */
+    qp->wqe = NULL;
     /* Requests the source held while answering a READ: lost, as on a wire */
     QSIMPLEQ_INIT(&qp->resp.held);
     qp->resp.nheld = 0;
@@ -663,6 +664,7 @@ void qrdma_dp_qp_destroyed(QrdmaCore *core, QrdmaQp *qp)
     qp->timer = NULL;
     g_free(qp->sent);
     qp->sent = NULL;
+    qrdma_wqe_cache_free(qp);
 }
 
 /* Device */
@@ -707,6 +709,7 @@ void qrdma_dp_reset(QrdmaCore *core)
         }
         g_free(qp->sent);
         qp->sent = NULL;
+        qrdma_wqe_cache_free(qp);
     }
     memset(core->eq, 0, sizeof(core->eq));
     core->port_up = qrdma_eth_link_up(core);

@@ -132,7 +132,8 @@ void qrdma_comp_rx(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt);
 bool qrdma_comp_take_unacked(QrdmaCore *core, QrdmaQp *qp,
                              struct qrdma_cqe *cqe);
 /* A WQE done at the requester (local, or refused): complete in order. */
-void qrdma_comp_local(QrdmaCore *core, QrdmaQp *qp, uint8_t status);
+void qrdma_comp_local(QrdmaCore *core, QrdmaQp *qp, const QrdmaWqeCache *c,
+                      uint8_t status);
 void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp);
 void qrdma_comp_timer(void *opaque);
 void qrdma_comp_flush_sq(QrdmaCore *core, QrdmaQp *qp);

@@ -217,7 +217,7 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
     qrdma_req_next(qp);
     qp->req.sent = 0;
     qp->req.started = false;
-    qrdma_comp_local(core, qp, status);
+    qrdma_comp_local(core, qp, c, status);
     return true;
 }
 

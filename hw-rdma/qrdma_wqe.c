@@ -227,11 +227,45 @@ static uint8_t qrdma_wqe_check(const QrdmaQp *qp,
  * has lost access since (mr_gen).  NULL when it cannot be read, which is
  * fatal to the QP.
  */
+const QrdmaWqeCache *qrdma_wqe_cached(const QrdmaQp *qp, uint32_t idx)
+{
+    const QrdmaWqeCache *c;
+
+    if (!qp->wqe) {
+        return NULL;
+    }
+    c = &qp->wqe[idx % QRDMA_WQE_CACHE_SLOTS];
+    return c->valid && c->idx == idx ? c : NULL;
+}
+
+void qrdma_wqe_forget(QrdmaQp *qp)
+{
+    unsigned i;
+
+    if (!qp->wqe) {
+        return;
+    }
+    for (i = 0; i < QRDMA_WQE_CACHE_SLOTS; i++) {
+        qp->wqe[i].valid = false;
+    }
+}
+
+void qrdma_wqe_cache_free(QrdmaQp *qp)
+{
+    g_free(qp->wqe);
+    qp->wqe = NULL;
+}
+
 QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx)
 {
-    QrdmaWqeCache *c = &qp->wqe;
-    struct qrdma_sq_wqe *wqe = &c->wqe;
+    QrdmaWqeCache *c;
+    struct qrdma_sq_wqe *wqe;
 
+    if (!qp->wqe) {
+        qp->wqe = g_new0(QrdmaWqeCache, QRDMA_WQE_CACHE_SLOTS);
+    }
+    c = &qp->wqe[idx % QRDMA_WQE_CACHE_SLOTS];
+    wqe = &c->wqe;
     if (c->valid && c->idx == idx) {
         if (c->mr_gen != core->mr_gen && !c->status) {
             c->mr_gen = core->mr_gen;

@@ -13,6 +13,12 @@
 
 /* The send WQE at SQ index idx, read and checked once. */
 QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx);
+/* The send WQE at SQ index idx if it is read already, else NULL. */
+const QrdmaWqeCache *qrdma_wqe_cached(const QrdmaQp *qp, uint32_t idx);
+/* Forget every WQE read: the ring's indices start again. */
+void qrdma_wqe_forget(QrdmaQp *qp);
+/* And the cache itself, with the QP. */
+void qrdma_wqe_cache_free(QrdmaQp *qp);
 bool qrdma_wqe_is_read_or_atomic(uint8_t opcode);
 /*
  * Whether a WQE of opcode completes with a response of its own, not an

@@ -272,7 +272,9 @@ static void test_bench_small(void *obj, void *data, QGuestAllocator *alloc)
  *              alone, whose cost scripts/bench takes away;
  *   alloc N    a QP created and destroyed with N QPs in the table
  *              already, the commands' cost; QRDMA_BENCH_ROUNDS as for
- *              conns.
+ *              conns;
+ *   reads N    64-byte RDMA READs on one pair whose QPs have N READs in
+ *              flight at most, 16 posted with each doorbell.
  * It prints "# ops N", the WRITEs, I/Os or connections it ran, every one
  * of them checked by its CQE or its command's status.
  */
@@ -546,6 +548,33 @@ static uint32_t bench_scale_alloc(QrdmaDpEnv *e, uint32_t n)
     return rounds;
 }
 
+static uint32_t bench_scale_reads(QrdmaDpEnv *e, uint32_t n)
+{
+    uint32_t rounds = bench_on() ? BENCH_OPS / 16 : 1, r, i;
+    uint64_t ring = guest_alloc(e->t.alloc, 4096);
+    g_autofree QrdmaDpQp *qp = NULL;
+    QrdmaDpCq cq;
+
+    for (i = 0; i < 16; i++) {
+        struct qrdma_sq_wqe w = qrdma_dp_wqe_sge(i, QRDMA_WR_RDMA_READ,
+                                                 e->data + 4096, 64, e->lkey);
+
+        w.rdma.remote_addr = cpu_to_le64(e->data);
+        w.rdma.rkey = cpu_to_le32(e->rkey);
+        qtest_memwrite(e->t.qts, ring + i * QRDMA_SQ_WQE_SIZE, &w, sizeof(w));
+    }
+    e->max_rd_atomic = MAX(n, 1);
+    e->max_dest_rd_atomic = MAX(n, 1);
+    bench_cq(e, &cq, 7);
+    qp = bench_pairs(e, 2, &cq, qrdma_dp_page_list1(e, ring));
+    for (r = 0; r < rounds; r++) {
+        qp[0].sq_pi += 16;
+        qrdma_dp_ring_db(e, QRDMA_DB_SQ, qp[0].qpn, qp[0].sq_pi);
+        bench_reap(e, &cq, 16);
+    }
+    return rounds * 16;
+}
+
 static void test_bench_scale(void *obj, void *data, QGuestAllocator *alloc)
 {
     const char *what = g_getenv("QRDMA_BENCH_SCALE") ?: "qps";
@@ -561,6 +590,8 @@ static void test_bench_scale(void *obj, void *data, QGuestAllocator *alloc)
         ops = bench_scale_qps(&e, n);
     } else if (!strcmp(what, "mrs")) {
         ops = bench_scale_mrs(&e, n);
+    } else if (!strcmp(what, "reads")) {
+        ops = bench_scale_reads(&e, n);
     } else if (!strcmp(what, "alloc")) {
         qrdma_dp_write_data(&e, 4096, "at scale");
         ops = bench_scale_alloc(&e, n);

@@ -7,7 +7,8 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * Retransmission after the local ACK timeout and its retry budget,
- * packets of the path MTU, PSNs and their wrap, and cumulative ACKs.
+ * packets of the path MTU, PSNs and their wrap, cumulative ACKs, and
+ * READs in flight many at once.
  */
 
 #include "qemu/osdep.h"
@@ -299,6 +300,117 @@ static void test_ack_coalescing(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "dup-reqs") - dups, ==, 1);
 }
 
+/* The READs of dp/read-pipeline: a ring's worth, all in flight at once */
+#define READS 16
+
+/*
+ * READ i of READS on a: 64 bytes from data page 1 at i * 64 into page
+ * 2 at i * 64, wr_id 0x100 + i; posted with one doorbell.
+ */
+static void reads_post(QrdmaDpEnv *e, QrdmaDpQp *a)
+{
+    uint32_t i;
+
+    for (i = 0; i < READS; i++) {
+        struct qrdma_sq_wqe w = qrdma_dp_wqe_sge(0x100 + i, QRDMA_WR_RDMA_READ,
+                                                 e->data + 2 * 4096 + i * 64,
+                                                 64, e->lkey);
+
+        w.rdma.remote_addr = cpu_to_le64(e->data + 4096 + i * 64);
+        w.rdma.rkey = cpu_to_le32(e->rkey);
+        qtest_memwrite(e->t.qts, a->sq + (a->sq_pi++ % 16) * QRDMA_SQ_WQE_SIZE,
+                       &w, sizeof(w));
+    }
+    qrdma_dp_ring_db(e, QRDMA_DB_SQ, a->qpn, a->sq_pi);
+}
+
+static void reads_source(QrdmaDpEnv *e)
+{
+    uint32_t i;
+
+    for (i = 0; i < READS; i++) {
+        g_autofree char *s = g_strdup_printf("read number %u", i);
+
+        qrdma_dp_write_data(e, 4096 + i * 64, s);
+    }
+    qtest_memset(e->t.qts, e->data + 2 * 4096, 0, 2 * 4096);
+}
+
+/* Each READ's CQE after the first, in order, and its data where it said. */
+static void reads_expect(QrdmaDpEnv *e, QrdmaDpQp *a)
+{
+    uint32_t i;
+
+    for (i = 1; i < READS; i++) {
+        qrdma_dp_expect_cqe(e, &e->cq, 0x100 + i, a->qpn, QRDMA_WC_RDMA_READ,
+                            QRDMA_WC_SUCCESS);
+    }
+    qrdma_dp_expect_no_cqe(e, &e->cq);
+    for (i = 0; i < READS; i++) {
+        g_autofree char *s = g_strdup_printf("read number %u", i);
+
+        qrdma_dp_expect_data(e, 2 * 4096 + i * 64, s);
+    }
+}
+
+/*
+ * READS RDMA READs in flight at once on one QP, posted with one
+ * doorbell: the responses for the oldest come while the requester has
+ * read the newest, and each lands where its WQE said.  Then the same with
+ * the responder not there yet, and one WQE written over in the ring once
+ * posted (its wr_id, its sink, its source): the READs go again after the
+ * timeout, each as it was read when posted, and the ring is not read
+ * again.
+ */
+static void test_read_pipeline(void *obj, void *data, QGuestAllocator *alloc)
+{
+    const uint32_t init_mask = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_PKEY_INDEX |
+                               QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_ACCESS_FLAGS;
+    const uint32_t rtr_mask = QRDMA_QP_ATTR_STATE | QRDMA_QP_ATTR_AV |
+                              QRDMA_QP_ATTR_PATH_MTU | QRDMA_QP_ATTR_DEST_QPN |
+                              QRDMA_QP_ATTR_RQ_PSN |
+                              QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                              QRDMA_QP_ATTR_MIN_RNR_TIMER;
+    struct qrdma_sq_wqe w;
+    QrdmaDpQp a, b, c, d;
+    QrdmaDpEnv e;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    e.max_rd_atomic = READS;
+    e.max_dest_rd_atomic = READS;
+    qrdma_dp_pair(&e, &a, &b, QRDMA_QPT_RC, 0);
+    reads_source(&e);
+    reads_post(&e, &a);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0x100, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    reads_expect(&e, &a);
+
+    e.timeout = 12;
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &c, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &d, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &c, d.qpn);
+    qrdma_dp_to_rts(&e, &c, 0);
+    g_assert_cmpuint(qrdma_dp_modify(&e, &d, init_mask, QRDMA_QPS_INIT, 0, 0),
+                     ==, 0);
+    reads_source(&e);
+    reads_post(&e, &c);
+    qrdma_dp_expect_no_cqe(&e, &e.cq);
+    w = qrdma_dp_wqe_sge(0xbad, QRDMA_WR_RDMA_READ, e.data + 3 * 4096, 64,
+                         e.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e.data + 4096);
+    w.rdma.rkey = cpu_to_le32(e.rkey);
+    qtest_memwrite(e.t.qts, c.sq + 5 * QRDMA_SQ_WQE_SIZE, &w, sizeof(w));
+    g_assert_cmpuint(qrdma_dp_modify(&e, &d, rtr_mask, QRDMA_QPS_RTR, c.qpn, 0),
+                     ==, 0);
+    /* 4.096 us * 2^12 = 17 ms later the READs go again, and are answered. */
+    qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0x100, c.qpn, QRDMA_WC_SUCCESS,
+                                 5 * SCALE_MS, 20);
+    reads_expect(&e, &c);
+    g_assert_cmpuint(qtest_readq(e.t.qts, e.data + 3 * 4096), ==, 0);
+}
+
 static void qrdma_dp_transport_register_tests(void)
 {
     qos_add_test("dp/rc-retry-late-rtr", QRDMA_NODE_DP, test_rc_retry_late_rtr,
@@ -308,6 +420,7 @@ static void qrdma_dp_transport_register_tests(void)
     qos_add_test("dp/packets-mtu", QRDMA_NODE_DP, test_packets_mtu, NULL);
     qos_add_test("dp/psn", QRDMA_NODE_DP, test_psn, NULL);
     qos_add_test("dp/ack-coalescing", QRDMA_NODE_DP, test_ack_coalescing, NULL);
+    qos_add_test("dp/read-pipeline", QRDMA_NODE_DP, test_read_pipeline, NULL);
 }
 
 libqos_init(qrdma_dp_transport_register_tests);
