@@ -40,7 +40,7 @@ describe() {
         ucx_info_*) echo "ucx_info -d lists rc_verbs and ud_verbs on ${1#ucx_info_}" ;;
         ucx_rc_*) echo "ucx_perftest over rc_verbs on ${1#ucx_rc_}: UCT put_lat, put_bw; UCP tag_lat, tag_bw" ;;
         ucx_ud_*) echo "ucx_perftest over ud_verbs on ${1#ucx_ud_}: UCP tag_lat, tag_bw, ucp_put_bw" ;;
-        mpi_*) echo "Open MPI 5 over UCX rc_verbs on ${1#mpi_}: 2 ranks, Sendrecv, Isend/Irecv, Bcast, Allreduce, data checked" ;;
+        mpi_*) echo "Open MPI 5 over UCX rc_verbs on ${1#mpi_}: 2 ranks, Sendrecv, Isend/Irecv, Alltoall, Bcast, Allreduce, data checked" ;;
         qperf_rc_*) echo "qperf over rdma_cm on ${1#qperf_rc_}: rc_bw, rc_lat, rc_rdma_write_bw" ;;
         qperf_ud_*) echo "qperf on ${1#qperf_ud_}: ud_lat" ;;
         qperf_down) echo "the qperf server stops" ;;

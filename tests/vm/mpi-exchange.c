@@ -1,7 +1,9 @@
 /*
- * An MPI program for tests/vm/clients-hpc.sh: two ranks, a point-to-point
- * exchange and collectives, every byte received checked against what its
- * sender must have put there.  Under Open MPI's UCX PML with UCX_TLS
+ * An MPI program for tests/vm/clients-hpc.sh (two ranks in one guest) and
+ * tests/vm/fabric.sh (a rank in each of 8 guests): a point-to-point
+ * exchange between the ranks of each pair (0 and 1, 2 and 3, ...), an
+ * all-to-all and collectives, every byte received checked against what
+ * its sender must have put there.  Under Open MPI's UCX PML with UCX_TLS
  * limited to the verbs transports, the messages travel as RDMA: small ones
  * eagerly as SENDs, large ones by rendezvous (RDMA READ or WRITE).
  *
@@ -21,6 +23,13 @@
 
 /* Sizes in bytes: eager, the largest eager-ish, and rendezvous. */
 static const size_t sizes[] = { 8, 4096, 65536, 1 << 20, 8 << 20 };
+/*
+ * The largest size of more than two ranks, and of an all-to-all's block:
+ * their messages cross a hub that gives every frame to every VM, each a
+ * TCG guest on a share of the host's cores.
+ */
+#define SIZE_MAX_MANY   (64 << 10)
+#define BLOCK_MAX       (64 << 10)
 
 /* The byte a rank puts at offset i of a message of round r. */
 static uint8_t pattern(int rank, int round, size_t i)
@@ -86,6 +95,53 @@ static void exchange(int round, size_t size)
     free(in);
 }
 
+/*
+ * All to all: the block each rank sends to each rank is its own pattern
+ * for that destination, MPI_Alltoall's and then the same through
+ * nonblocking sends and receives posted to every rank at once.
+ */
+static void alltoall(int round, size_t block)
+{
+    uint8_t *out = xmalloc(block * nranks), *in = xmalloc(block * nranks);
+    MPI_Request *req = (MPI_Request *)xmalloc(2 * nranks * sizeof(*req));
+    int r, pass;
+    size_t i;
+
+    for (r = 0; r < nranks; r++) {
+        for (i = 0; i < block; i++) {
+            out[r * block + i] = pattern(rank, round * 64 + r, i);
+        }
+    }
+    for (pass = 0; pass < 2; pass++) {
+        memset(in, 0, block * nranks);
+        if (pass == 0) {
+            MPI_Alltoall(out, (int)block, MPI_BYTE, in, (int)block, MPI_BYTE,
+                         MPI_COMM_WORLD);
+        } else {
+            for (r = 0; r < nranks; r++) {
+                MPI_Irecv(in + r * block, (int)block, MPI_BYTE, r, round + 2000,
+                          MPI_COMM_WORLD, &req[r]);
+            }
+            for (r = 0; r < nranks; r++) {
+                MPI_Isend(out + r * block, (int)block, MPI_BYTE, r,
+                          round + 2000, MPI_COMM_WORLD, &req[nranks + r]);
+            }
+            MPI_Waitall(2 * nranks, req, MPI_STATUSES_IGNORE);
+        }
+        for (r = 0; r < nranks; r++) {
+            for (i = 0; i < block; i++) {
+                if (in[r * block + i] != pattern(r, round * 64 + rank, i)) {
+                    fail(pass ? "MPI_Isend/MPI_Irecv to all" : "MPI_Alltoall",
+                         block, r * block + i);
+                }
+            }
+        }
+    }
+    free(out);
+    free(in);
+    free(req);
+}
+
 /* Collectives: a broadcast of rank 0's pattern, and a sum over the ranks
  * of per-rank integers whose result every rank can compute alone. */
 static void collectives(int round, size_t size)
@@ -133,8 +189,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (nranks != 2) {
-        fprintf(stderr, "mpi-exchange: wants 2 ranks, has %d\n", nranks);
+    if (nranks < 2 || nranks % 2 || nranks > 64) {
+        fprintf(stderr, "mpi-exchange: wants an even number of ranks "
+                "from 2 to 64, has %d\n", nranks);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (rank == 0) {
@@ -142,12 +199,18 @@ int main(int argc, char **argv)
         printf("mpi-exchange: %.*s\n", (int)strcspn(name, "\n"), name);
     }
     for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        if (nranks > 2 && sizes[s] > SIZE_MAX_MANY) {
+            break;
+        }
         round = (int)s;
         exchange(round, sizes[s]);
+        alltoall(round, sizes[s] < BLOCK_MAX ? sizes[s] : BLOCK_MAX);
         collectives(round, sizes[s]);
         if (rank == 0) {
-            printf("mpi-exchange: %zu bytes: Sendrecv, Isend/Irecv, Bcast, "
-                   "Allreduce verified\n", sizes[s]);
+            printf("mpi-exchange: %zu bytes: Sendrecv, Isend/Irecv, "
+                   "Alltoall and Isend/Irecv to all (blocks of %zu), Bcast, "
+                   "Allreduce verified on %d ranks\n", sizes[s],
+                   sizes[s] < BLOCK_MAX ? sizes[s] : BLOCK_MAX, nranks);
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);

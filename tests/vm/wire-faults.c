@@ -12,6 +12,15 @@
  *       receiver polls an extended CQ made with IBV_WC_EX_WITH_CVLAN, and
  *       each datagram must say it came on that VLAN (ibv_wc_read_cvlan).
  *
+ *   wire-faults mcast-recv ADDR GROUP COUNT SIZE MIN_PERCENT
+ *   wire-faults mcast-send ADDR GROUP COUNT SIZE PACE_US
+ *       UD multicast: each joins the IPv4 group GROUP (rdma_cm, on the
+ *       device of ADDR); the sender sends COUNT datagrams as ud-send
+ *       does, PACE_US apart, to the group, and each receiver (which
+ *       says "# joined" once it is attached, its receives posted) takes
+ *       them as ud-recv does.  Besides, at least MIN_PERCENT of them must
+ *       arrive.
+ *
  *   wire-faults rnr-server ADDR PORT RNR_RETRY DELAY_MS
  *   wire-faults rnr-client ADDR PORT RNR_RETRY
  *       RC: the server accepts one connection, sets its QP's
@@ -371,14 +380,15 @@ static bool ud_check(const uint8_t *p, uint32_t size, uint32_t *seq)
 /* The receive ring of the UD receiver: slots of GRH + SIZE. */
 #define UD_RING 256
 
-static int ud_recv(const char *addr, const char *port, uint32_t count,
-		   uint32_t size, int vlan)
+/*
+ * Datagrams of SIZE bytes numbered below count, taken into a ring of
+ * UD_RING receives already posted until the sender is done and the wire
+ * has been quiet for a while.  Fails if one arrives corrupted, twice or
+ * made up, or if fewer than min_pct percent of the count arrive.
+ */
+static int ud_take(struct conn *c, uint32_t count, uint32_t size, int vlan,
+		   uint32_t min_pct)
 {
-	struct conn c = {
-		.buf_len = (size_t)UD_RING * (GRH_LEN + size),
-		.want_vlan = vlan >= 0,
-	};
-	struct rdma_conn_param cp = { 0 };
 	uint32_t got = 0, bad = 0, twice = 0, beyond = 0, distinct = 0, seq, i;
 	uint32_t other_vlan = 0;
 	uint8_t *seen = calloc(count, 1);
@@ -388,29 +398,21 @@ static int ud_recv(const char *addr, const char *port, uint32_t count,
 
 	if (!seen || !first)
 		fail("out of memory");
-	cm_listen(&c, addr, port, RDMA_PS_UDP);
-	make_qp(&c, IBV_QPT_UD, UD_RING);
-	for (i = 0; i < UD_RING; i++)
-		post_recv(&c, (uint64_t)i * (GRH_LEN + size), GRH_LEN + size);
-	cp.qp_num = c.id->qp->qp_num;
-	if (rdma_accept(c.id, &cp))
-		fail("rdma_accept: %s", strerror(errno));
-	/* Until the sender has sent all and the wire has been quiet. */
 	last = now_us();
 	while (now_us() - last < (int64_t)(got ? UD_QUIET_MS : WC_TIMEOUT_MS) *
 	       1000) {
-		if (!poll_one(&c, &wc, 10))
+		if (!poll_one(c, &wc, 10))
 			continue;
 		last = now_us();
 		if (wc.status != IBV_WC_SUCCESS)
 			fail("receive completed with %s",
 			     ibv_wc_status_str(wc.status));
-		if (c.want_vlan && c.vlan != vlan && other_vlan++ < 10)
-			printf("# a datagram on VLAN %u, not %d\n", c.vlan,
+		if (c->want_vlan && c->vlan != vlan && other_vlan++ < 10)
+			printf("# a datagram on VLAN %u, not %d\n", c->vlan,
 			       vlan);
 		if (wc.byte_len != GRH_LEN + size) {
 			bad++;
-		} else if (!ud_check(c.buf + wc.wr_id + GRH_LEN, size,
+		} else if (!ud_check(c->buf + wc.wr_id + GRH_LEN, size,
 				     &seq)) {
 			bad++;
 		} else if (seq >= count) {
@@ -423,7 +425,7 @@ static int ud_recv(const char *addr, const char *port, uint32_t count,
 			first[seq] = got;
 		}
 		got++;
-		post_recv(&c, wc.wr_id, GRH_LEN + size);
+		post_recv(c, wc.wr_id, GRH_LEN + size);
 	}
 	for (i = 0; i < count; i++)
 		distinct += !!seen[i];
@@ -433,13 +435,80 @@ static int ud_recv(const char *addr, const char *port, uint32_t count,
 		fail("nothing arrived");
 	if (bad || twice || beyond)
 		fail("a datagram arrived corrupted, twice or made up");
-	if (c.want_vlan)
+	if ((uint64_t)distinct * 100 < (uint64_t)count * min_pct)
+		fail("fewer than %u%% of the datagrams arrived", min_pct);
+	if (c->want_vlan)
 		printf("# %u said VLAN %d, %u another\n", got - other_vlan,
 		       vlan, other_vlan);
 	if (other_vlan)
 		fail("the completions named another VLAN than the one used");
+	free(seen);
+	free(first);
 	printf("PASS\n");
 	return 0;
+}
+
+static int ud_recv(const char *addr, const char *port, uint32_t count,
+		   uint32_t size, int vlan)
+{
+	struct conn c = {
+		.buf_len = (size_t)UD_RING * (GRH_LEN + size),
+		.want_vlan = vlan >= 0,
+	};
+	struct rdma_conn_param cp = { 0 };
+	uint32_t i;
+
+	cm_listen(&c, addr, port, RDMA_PS_UDP);
+	make_qp(&c, IBV_QPT_UD, UD_RING);
+	for (i = 0; i < UD_RING; i++)
+		post_recv(&c, (uint64_t)i * (GRH_LEN + size), GRH_LEN + size);
+	cp.qp_num = c.id->qp->qp_num;
+	if (rdma_accept(c.id, &cp))
+		fail("rdma_accept: %s", strerror(errno));
+	return ud_take(&c, count, size, vlan, 0);
+}
+
+/*
+ * COUNT datagrams of SIZE bytes to whom c names, 32 in flight (a slow
+ * receiver loses some, as UD allows), pace_us apart; every send must
+ * complete successfully.
+ */
+static void ud_stream(struct conn *c, uint32_t count, uint32_t size,
+		      uint32_t pace_us)
+{
+	uint32_t sent = 0, done = 0, errors = 0;
+	struct ibv_wc wc;
+
+	while (done < count) {
+		while (sent < count && sent - done < 32) {
+			uint64_t off = (uint64_t)(sent % 64) * size;
+
+			ud_fill(c->buf + off, size, sent);
+			post_send(c, off, size);
+			sent++;
+			if (pace_us)
+				usleep(pace_us);
+		}
+		if (!poll_one(c, &wc, WC_TIMEOUT_MS))
+			fail("a send did not complete");
+		if (wc.status != IBV_WC_SUCCESS)
+			errors++;
+		done++;
+	}
+	printf("# sent %u datagrams of %u bytes to QPN 0x%x, %u send errors\n",
+	       count, size, c->remote_qpn, errors);
+	if (errors)
+		fail("sends completed in error");
+}
+
+/* The AH, QPN and Q_Key of the peer or group that ev describes. */
+static void ud_target(struct conn *c, struct rdma_cm_event *ev)
+{
+	c->remote_qpn = ev->param.ud.qp_num;
+	c->remote_qkey = ev->param.ud.qkey;
+	c->ah = ibv_create_ah(c->pd, &ev->param.ud.ah_attr);
+	if (!c->ah)
+		fail("ibv_create_ah: %s", strerror(errno));
 }
 
 static int ud_send(const char *addr, const char *port, uint32_t count,
@@ -448,39 +517,70 @@ static int ud_send(const char *addr, const char *port, uint32_t count,
 	struct conn c = { .buf_len = (size_t)64 * size };
 	struct rdma_conn_param cp = { 0 };
 	struct rdma_cm_event *ev;
-	uint32_t sent = 0, done = 0, errors = 0;
-	struct ibv_wc wc;
 
 	cm_resolve(&c, addr, port, RDMA_PS_UDP);
 	make_qp(&c, IBV_QPT_UD, 64);
 	if (rdma_connect(c.id, &cp))
 		fail("rdma_connect: %s", strerror(errno));
 	ev = cm_expect(&c, RDMA_CM_EVENT_ESTABLISHED);
-	c.remote_qpn = ev->param.ud.qp_num;
-	c.remote_qkey = ev->param.ud.qkey;
-	c.ah = ibv_create_ah(c.pd, &ev->param.ud.ah_attr);
+	ud_target(&c, ev);
 	rdma_ack_cm_event(ev);
-	if (!c.ah)
-		fail("ibv_create_ah: %s", strerror(errno));
-	/* 32 in flight: a slow receiver loses some, as UD allows. */
-	while (done < count) {
-		while (sent < count && sent - done < 32) {
-			uint64_t off = (uint64_t)(sent % 64) * size;
+	ud_stream(&c, count, size, 0);
+	printf("PASS\n");
+	return 0;
+}
 
-			ud_fill(c.buf + off, size, sent);
-			post_send(&c, off, size);
-			sent++;
-		}
-		if (!poll_one(&c, &wc, WC_TIMEOUT_MS))
-			fail("a send did not complete");
-		if (wc.status != IBV_WC_SUCCESS)
-			errors++;
-		done++;
-	}
-	printf("# sent %u datagrams of %u bytes to QPN 0x%x, %u send errors\n",
-	       count, size, c.remote_qpn, errors);
-	if (errors)
-		fail("sends completed in error");
+/*
+ * Multicast: a UD QP on the device of ADDR joined to the IPv4 group
+ * GROUP through rdma_cm, which attaches the QP and (on rxe) has the
+ * netdev take the group's MAC; receives posted first when it receives.
+ */
+static void mcast_join(struct conn *c, const char *addr, const char *group,
+		       bool receiver)
+{
+	struct sockaddr_storage sa, ga;
+	struct rdma_cm_event *ev;
+	uint32_t i;
+
+	resolve(addr, "0", &sa);
+	resolve(group, "0", &ga);
+	c->ch = rdma_create_event_channel();
+	if (!c->ch || rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_UDP))
+		fail("rdma_create_id: %s", strerror(errno));
+	if (rdma_resolve_addr(c->id, (struct sockaddr *)&sa,
+			      (struct sockaddr *)&ga, 5000))
+		fail("rdma_resolve_addr %s -> %s: %s", addr, group,
+		     strerror(errno));
+	rdma_ack_cm_event(cm_expect(c, RDMA_CM_EVENT_ADDR_RESOLVED));
+	make_qp(c, IBV_QPT_UD, UD_RING);
+	if (receiver)
+		for (i = 0; i < UD_RING; i++)
+			post_recv(c, (uint64_t)i * (c->buf_len / UD_RING),
+				  c->buf_len / UD_RING);
+	if (rdma_join_multicast(c->id, (struct sockaddr *)&ga, NULL))
+		fail("rdma_join_multicast %s: %s", group, strerror(errno));
+	ev = cm_expect(c, RDMA_CM_EVENT_MULTICAST_JOIN);
+	ud_target(c, ev);
+	rdma_ack_cm_event(ev);
+	printf("# joined %s on %s, QPN 0x%x\n", group, addr, c->id->qp->qp_num);
+}
+
+static int mcast_recv(const char *addr, const char *group, uint32_t count,
+		      uint32_t size, uint32_t min_pct)
+{
+	struct conn c = { .buf_len = (size_t)UD_RING * (GRH_LEN + size) };
+
+	mcast_join(&c, addr, group, true);
+	return ud_take(&c, count, size, -1, min_pct);
+}
+
+static int mcast_send(const char *addr, const char *group, uint32_t count,
+		      uint32_t size, uint32_t pace_us)
+{
+	struct conn c = { .buf_len = (size_t)UD_RING * size };
+
+	mcast_join(&c, addr, group, false);
+	ud_stream(&c, count, size, pace_us);
 	printf("PASS\n");
 	return 0;
 }
@@ -872,6 +972,16 @@ int main(int argc, char **argv)
 			       atoi(argv[6]));
 	if (argc == 6 && !strcmp(argv[1], "ud-send"))
 		return ud_send(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+	if (argc == 7 && !strncmp(argv[1], "mcast-", 6) &&
+	    (atoi(argv[4]) < 1 || atoi(argv[5]) < 8 || atoi(argv[6]) < 0))
+		fail("COUNT must be 1 or more, SIZE 8 or more");
+	if (argc == 7 && !strcmp(argv[1], "mcast-recv") &&
+	    atoi(argv[6]) <= 100)
+		return mcast_recv(argv[2], argv[3], atoi(argv[4]),
+				  atoi(argv[5]), atoi(argv[6]));
+	if (argc == 7 && !strcmp(argv[1], "mcast-send"))
+		return mcast_send(argv[2], argv[3], atoi(argv[4]),
+				  atoi(argv[5]), atoi(argv[6]));
 	if (argc == 6 && !strcmp(argv[1], "rnr-server"))
 		return rnr_server(argv[2], argv[3], atoi(argv[4]),
 				  atoi(argv[5]));
@@ -900,6 +1010,8 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"usage: %s ud-recv ADDR PORT COUNT SIZE [VLAN]\n"
 		"       %s ud-send ADDR PORT COUNT SIZE\n"
+		"       %s mcast-recv ADDR GROUP COUNT SIZE MIN_PERCENT\n"
+		"       %s mcast-send ADDR GROUP COUNT SIZE PACE_US\n"
 		"       %s rnr-server ADDR PORT RNR_RETRY DELAY_MS\n"
 		"       %s rnr-client ADDR PORT RNR_RETRY\n"
 		"       %s rc-sink ADDR PORT\n"
@@ -907,6 +1019,6 @@ int main(int argc, char **argv)
 		"       %s rmw-server ADDR PORT COUNT\n"
 		"       %s rmw-client ADDR PORT COUNT flush|no-flush\n",
 		argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0],
-		argv[0]);
+		argv[0], argv[0], argv[0]);
 	return 2;
 }

@@ -4,7 +4,7 @@ library (qemu.machine, qemu.qmp) as QEMU's tests/functional use it, with
 TAP through pycotap.
 
 A test boots the project's guest (QrdmaVM), or two joined by a wire
-(Pair), drives each through the command channel to an agent in it (the
+(Pair), or many on a hub (Fabric), drives each through the command channel to an agent in it (the
 guest runs commands; it asks the host for nothing), and kills, starts
 and resets them itself through QMP.  Run a test by hand through
 scripts/run-functional, which gives it lib.sh's QEMU and guest image:
@@ -14,10 +14,11 @@ scripts/run-functional, which gives it lib.sh's QEMU and guest image:
 """
 
 from .agent import AgentError, AgentLost, Job, Result
+from .fabric import Fabric
 from .machine import BOOT_TIMEOUT, Migration, MigrationError, QrdmaVM
 from .pair import Pair, Wire
 from .testcase import PairTest, QrdmaTest, VMTest, main
 
-__all__ = ['AgentError', 'AgentLost', 'BOOT_TIMEOUT', 'Job', 'Migration',
+__all__ = ['AgentError', 'AgentLost', 'BOOT_TIMEOUT', 'Fabric', 'Job', 'Migration',
            'MigrationError', 'Pair', 'PairTest', 'QrdmaTest', 'QrdmaVM', 'Result',
            'VMTest', 'Wire', 'main']
