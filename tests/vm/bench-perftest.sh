@@ -18,8 +18,14 @@
 # Then ucx_perftest, UCP over rc_verbs on the device (wired up over TCP
 # on lo): tag_bw at 1 MiB (MB/s) and tag_lat at 8 B (usec, the median).
 # Then the sweep: ib_write_bw at every power of 4 from 64 B to 1 MiB, for
-# make bench's plot of bandwidth against message size.
-# BENCH_PARTS (default "perftest fio ucx sweep"), or
+# make bench's plot of bandwidth against message size.  Then the scale
+# part: the rates of QP creation and destruction with 100 and 4,000 QPs
+# and of MR registration and deregistration with 100 and 20,000 MRs
+# (tests/vm/verbs-rates.c: the last 100 created, the first 100
+# destroyed; the guest's device needs max-qp and max-mr that large), and
+# ib_write_bw at 64 KiB over 1 QP and over 1,000 (5,000 messages in all
+# either way).
+# BENCH_PARTS (default "perftest fio ucx sweep scale"), or
 # qrdma.bench_parts=PART,PART on the kernel command line, picks the parts.
 #
 # Output: one line per measurement, for scripts/bench to pick out of the
@@ -27,7 +33,7 @@
 #   BENCH|TEST|SIZE|UNIT|QRDMA|RXE|RATIO
 # the bandwidth tests give BW average (UNIT MiB/sec or MB/sec, as perftest
 # names it), the latency tests t_typical (usec), fio IOPS or MiB/s,
-# ucx_perftest MB/s or usec; QRDMA and RXE are numbers
+# ucx_perftest MB/s or usec, verbs-rates ops/s; QRDMA and RXE are numbers
 # or "fail" (the median of $TRIES runs each, of those that succeeded);
 # RATIO is qrdma/rxe, or "-".  The sweep's lines are the same but
 # start with SWEEP instead of BENCH.  Command output goes to
@@ -50,7 +56,7 @@ TRIES=${TRIES:-3}
 # A fresh TCP port for each run: no server ever meets its predecessor's.
 PORT=18513
 FAILED=0
-BENCH_PARTS=${BENCH_PARTS:-perftest fio ucx sweep}
+BENCH_PARTS=${BENCH_PARTS:-perftest fio ucx sweep scale}
 parts=$(sed -n 's/.*\bqrdma\.bench_parts=\([^ ]*\).*/\1/p' /proc/cmdline)
 [ -z "$parts" ] || BENCH_PARTS=${parts//,/ }
 FIO_RUNTIME=${FIO_RUNTIME:-5}
@@ -75,6 +81,21 @@ RUNS=()
 [[ " $BENCH_PARTS " != *" ucx "* ]] || RUNS+=(
     "ucx-tag_bw 1048576 bw 200"
     "ucx-tag_lat 8 lat 2000"
+)
+# The scale part: verbs-rates' figures (SIZE the count of objects), and
+# ib_write_bw over -qN QPs, ITERS messages on each.
+VERBS_RATES=$QRDMA_PROVIDER_DIR/verbs-rates
+[[ " $BENCH_PARTS " != *" scale "* ]] || RUNS+=(
+    "verbs-qp_create 100 rate 0"
+    "verbs-qp_create 4000 rate 0"
+    "verbs-qp_destroy 100 rate 0"
+    "verbs-qp_destroy 4000 rate 0"
+    "verbs-mr_create 100 rate 0"
+    "verbs-mr_create 20000 rate 0"
+    "verbs-mr_destroy 100 rate 0"
+    "verbs-mr_destroy 20000 rate 0"
+    "ib_write_bw-q1 65536 bw 5000"
+    "ib_write_bw-q1000 65536 bw 5"
 )
 # The sweep: each run moves about SWEEP_BYTES (64 to 2000 messages).
 SWEEP_BYTES=$((64 << 20))
@@ -109,16 +130,22 @@ result() {
 # UNIT", or nothing if it failed.
 measure() {
     local port=$1 try=$2 dev=$3 gid=$4 test=$5 size=$6 metric=$7 iters=$8
-    local out args
+    local out args cmd=$5
     case $test in
         fio-*) fio_measure "$@"; return ;;
         ucx-*) ucx_measure "$@"; return ;;
+        verbs-*) rates_measure "$@"; return ;;
     esac
     out=$LOGDIR/$test-$size-$dev.$try
     args=(-d "$dev" -x "$gid" -F -s "$size" -n "$iters" -p "$port")
+    # ib_write_bw-qN: over N QPs.
+    if [[ $test == *-q* ]]; then
+        cmd=${test%-q*}
+        args+=(-q "${test##*-q}")
+    fi
     # No --report_gbits: bandwidth in perftest's default MiB/s.
     if ! server_client "$out" "$port" "$RUN_TIMEOUT" \
-            "$test" "${args[@]}" -- "$test" "${args[@]}" 127.0.0.1 \
+            "$cmd" "${args[@]}" -- "$cmd" "${args[@]}" 127.0.0.1 \
             >"$out.log" 2>&1; then
         echo "$test -s $size on $dev failed; see $out.log" >&2
         return 1
@@ -127,6 +154,21 @@ measure() {
         echo "$test -s $size on $dev: no result row; see $out.log" >&2
         return 1
     }
+}
+
+# rates_measure PORT TRY DEV GID verbs-KIND_create|destroy COUNT: the
+# rate verbs-rates gives (ops/s) with COUNT QPs or MRs.
+rates_measure() {
+    local try=$2 dev=$3 test=$5 count=$6 out kind op
+    kind=${test#verbs-}
+    op=${kind#*_}
+    kind=${kind%%_*}
+    out=$LOGDIR/$test-$count-$dev.$try
+    timeout "$RUN_TIMEOUT" "$VERBS_RATES" "$dev" "$kind" "$count" >"$out.log" 2>&1 || {
+        echo "verbs-rates $dev $kind $count failed; see $out.log" >&2
+        return 1
+    }
+    awk -v op="$op" '$1 == op {print $2, $3; found = 1} END {exit !found}' "$out.log"
 }
 
 # --- fio over NVMe-oF --------------------------------------------------------------

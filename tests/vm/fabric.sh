@@ -135,6 +135,7 @@ t_fabric_mpi() {
     }
     grep -a '^mpi-exchange:' "$out" | sed 's/^mpi-exchange: /INFO: /'
     pair_result "mpirun seconds" "$(awk -v s="$start" -v e="$end" 'BEGIN {printf "%.1f", e - s}')"
+    pair_result "checks seconds" "$(sed -n 's/^mpi-exchange: all checks passed on .* in \([0-9.]*\) s$/\1/p' "$out")"
 }
 
 # fabric_mcast_recv: join the group, take the datagrams of one sender.
