@@ -21,21 +21,16 @@ later call on that node as PAIR_* variables (and the next node's as
 PAIR_PEER_*), which lib-pair.sh's functions read.
 """
 
-import logging
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from . import config
 from .machine import BOOT_TIMEOUT, QrdmaVM
-from .pair import DEVICE_INFO, KINDS, WIRE_NET
-
-LOG = logging.getLogger('qrdma_test.fabric')
+from .pair import DEVICE_INFO, KINDS, WIRE_NET, start_relay, stop_relay
 
 GUEST_LIBS = ('tests/vm/lib-qrdma.sh', 'tests/vm/lib-pair.sh', 'tests/vm/fabric.sh')
 # The relay's ports.
@@ -78,24 +73,11 @@ class Fabric:
     def mac(node):
         return f'52:54:00:4d:00:{node:02x}'
 
-    def _relay_binary(self):
-        binary = config.RELAY_BIN
-        if (not binary.exists() or
-                binary.stat().st_mtime < config.RELAY_SRC.stat().st_mtime):
-            binary = self.dir / 'qrdma-relay'
-            subprocess.run(['cc', '-O2', '-Wall', '-o', str(binary),
-                            str(config.RELAY_SRC)], check=True)
-        return binary
-
     def _start_relay(self):
-        argv = ['setpriv', '--pdeathsig', 'KILL', str(self._relay_binary()),
-                *self.relay_opts, '--duration', str(24 * 3600),
-                '--stats', str(self.out / 'relay.txt')]
-        argv += [f'{self.dir}/relay-{n}.sock={self.dir}/n{n}.sock'
-                 for n in self.node_list]
-        LOG.info('relay: %s', shlex.join(argv))
-        self._relay = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL)
+        self._relay = start_relay(self.dir, self.relay_opts,
+                                  [f'{self.dir}/relay-{n}.sock={self.dir}/n{n}.sock'
+                                   for n in self.node_list],
+                                  24 * 3600, self.out / 'relay.txt')
 
     def _vm(self, node):
         netdev = (f'dgram,id=wire,local.type=unix,local.path={self.dir}/n{node}.sock,'
@@ -136,18 +118,9 @@ class Fabric:
         """No VM and no relay left, whatever state they were in."""
         for vm in self.vms.values():
             vm.stop()
-        if self._relay:
-            self._relay.send_signal(signal.SIGTERM)
-            try:
-                self._relay.wait(10)
-            except subprocess.TimeoutExpired:
-                self._relay.kill()
-                self._relay.wait()
-            self._relay = None
+        stop_relay(self._relay)
+        self._relay = None
         shutil.rmtree(self.dir, ignore_errors=True)
-
-    def relay_alive(self):
-        return self._relay is not None and self._relay.poll() is None
 
     # --- the guest side ----------------------------------------------------------
 

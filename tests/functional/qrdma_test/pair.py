@@ -61,6 +61,38 @@ def peer_of(role):
     return 'b' if role == 'a' else 'a'
 
 
+def start_relay(run_dir, opts, ports, duration, stats=None):
+    """The relay (its Popen) with options opts between ports (each
+    "RELAY_SOCKET=VM_SOCKET"), for duration seconds at most, its counts
+    written to stats: meson's build/qrdma-relay, or, before meson built it
+    or with a newer source, one built into run_dir."""
+    binary = config.RELAY_BIN
+    if (not binary.exists() or
+            binary.stat().st_mtime < config.RELAY_SRC.stat().st_mtime):
+        binary = Path(run_dir) / 'qrdma-relay'
+        subprocess.run(['cc', '-O2', '-Wall', '-o', str(binary),
+                        str(config.RELAY_SRC)], check=True)
+    argv = ['setpriv', '--pdeathsig', 'KILL', str(binary), *opts,
+            '--duration', str(int(duration))]
+    if stats:
+        argv += ['--stats', str(stats)]
+    argv += ports
+    LOG.info('relay: %s', shlex.join(argv))
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
+def stop_relay(relay):
+    """The relay of start_relay (if any) stopped, its counts written."""
+    if not relay:
+        return
+    relay.send_signal(signal.SIGTERM)
+    try:
+        relay.wait(10)
+    except subprocess.TimeoutExpired:
+        relay.kill()
+        relay.wait()
+
+
 class Wire:
     """The wire's sockets, and the relay in it if there is one."""
 
@@ -112,40 +144,18 @@ class Wire:
         os.symlink(local.name, new)
         os.replace(new, link)
 
-    def _relay_binary(self):
-        """meson's build/qrdma-relay, or, before meson built it or with a
-        newer source, one built for this run."""
-        binary = config.RELAY_BIN
-        if (not binary.exists() or
-                binary.stat().st_mtime < config.RELAY_SRC.stat().st_mtime):
-            binary = self.dir / 'qrdma-relay'
-            subprocess.run(['cc', '-O2', '-Wall', '-o', str(binary),
-                            str(config.RELAY_SRC)], check=True)
-        return binary
-
     def start_relay(self, duration):
         """The relay between the two ends, for duration seconds at most."""
         if not self.relay_opts:
             return
-        argv = ['setpriv', '--pdeathsig', 'KILL', str(self._relay_binary()),
-                *self.relay_opts, '--duration', str(int(duration))]
-        if self.stats:
-            argv += ['--stats', str(self.stats)]
-        argv += [f'{self.dir}/relay-{r}.sock={self.dir}/{r}.sock' for r in ROLES]
-        LOG.info('relay: %s', shlex.join(argv))
-        self._relay = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL)
+        self._relay = start_relay(self.dir, self.relay_opts,
+                                  [f'{self.dir}/relay-{r}.sock={self.dir}/{r}.sock'
+                                   for r in ROLES], duration, self.stats)
 
     def close(self):
         """The relay stopped (its counts written), the sockets gone."""
-        if self._relay:
-            self._relay.send_signal(signal.SIGTERM)
-            try:
-                self._relay.wait(10)
-            except subprocess.TimeoutExpired:
-                self._relay.kill()
-                self._relay.wait()
-            self._relay = None
+        stop_relay(self._relay)
+        self._relay = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
