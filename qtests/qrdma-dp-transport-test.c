@@ -45,14 +45,16 @@ static void test_rc_retry_late_rtr(void *obj, void *data,
                      ==, 0);
     qrdma_dp_to_rtr(&e, &a, b.qpn);
     qrdma_dp_to_rts(&e, &a, 0);
-    g_assert_cmpuint(qrdma_dp_modify(&e, &b, RC_INIT_MASK, QRDMA_QPS_INIT, 0, 0),
+    g_assert_cmpuint(qrdma_dp_modify(&e, &b, RC_INIT_MASK,
+                                     QRDMA_QPS_INIT, 0, 0),
                      ==, 0);
     qrdma_dp_write_data(&e, 0, "late");
     w = qrdma_dp_wqe_sge(0xc1, QRDMA_WR_SEND, e.data, 5, e.lkey);
     qrdma_dp_post_send(&e, &a, &w);
     /* Nobody answers yet: no completion until the timer fires. */
     qrdma_dp_expect_no_cqe(&e, &e.cq);
-    g_assert_cmpuint(qrdma_dp_modify(&e, &b, RC_RTR_MASK, QRDMA_QPS_RTR, a.qpn, 0),
+    g_assert_cmpuint(qrdma_dp_modify(&e, &b, RC_RTR_MASK,
+                                     QRDMA_QPS_RTR, a.qpn, 0),
                      ==, 0);
     qrdma_dp_post_recv(&e, &b, 0xc2, e.data + 4096, 64, e.lkey);
     /* 4.096 us * 2^14 = 67 ms later the request goes again, and lands. */
@@ -386,7 +388,8 @@ static void test_read_pipeline(void *obj, void *data, QGuestAllocator *alloc)
                      ==, 0);
     qrdma_dp_to_rtr(&e, &c, d.qpn);
     qrdma_dp_to_rts(&e, &c, 0);
-    g_assert_cmpuint(qrdma_dp_modify(&e, &d, RC_INIT_MASK, QRDMA_QPS_INIT, 0, 0),
+    g_assert_cmpuint(qrdma_dp_modify(&e, &d, RC_INIT_MASK,
+                                     QRDMA_QPS_INIT, 0, 0),
                      ==, 0);
     reads_source(&e);
     reads_post(&e, &c);
@@ -396,7 +399,8 @@ static void test_read_pipeline(void *obj, void *data, QGuestAllocator *alloc)
     w.rdma.remote_addr = cpu_to_le64(e.data + 4096);
     w.rdma.rkey = cpu_to_le32(e.rkey);
     qtest_memwrite(e.t.qts, c.sq + 5 * QRDMA_SQ_WQE_SIZE, &w, sizeof(w));
-    g_assert_cmpuint(qrdma_dp_modify(&e, &d, RC_RTR_MASK, QRDMA_QPS_RTR, c.qpn, 0),
+    g_assert_cmpuint(qrdma_dp_modify(&e, &d, RC_RTR_MASK,
+                                     QRDMA_QPS_RTR, c.qpn, 0),
                      ==, 0);
     /* 4.096 us * 2^12 = 17 ms later the READs go again, and are answered. */
     qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0x100, c.qpn, QRDMA_WC_SUCCESS,
