@@ -29,11 +29,7 @@ FABRIC_MCAST_SIZE=512
 # lib-pair.sh's variables (PAIR_ROLE is nK).
 # shellcheck disable=SC2034 # lib-pair.sh's and lib-qrdma.sh's variables
 fabric_args() {
-    local w words
-    read -r -a words </proc/cmdline
-    for w in "${words[@]}"; do
-        [[ $w != qrdma.*=* ]] || { w=${w#qrdma.}; PAIR_ARG[${w%%=*}]=${w#*=}; }
-    done
+    pair_read_args
     FABRIC_NODE=$(pair_arg node)
     FABRIC_NODES=$(pair_arg nodes)
     [[ $FABRIC_NODE =~ ^[1-8]$ && $FABRIC_NODES =~ ^[2-8]$ ]] || {

@@ -47,13 +47,19 @@ pair_arg() {
     echo "${PAIR_ARG[$1]:-${2:-}}"
 }
 
-# pair_args: the role, kinds and addresses from the kernel command line.
-pair_args() {
+# pair_read_args: every qrdma.NAME=VALUE of the kernel command line into
+# PAIR_ARG, for pair_arg.
+pair_read_args() {
     local w words
     read -r -a words </proc/cmdline
     for w in "${words[@]}"; do
         [[ $w != qrdma.*=* ]] || { w=${w#qrdma.}; PAIR_ARG[${w%%=*}]=${w#*=}; }
     done
+}
+
+# pair_args: the role, kinds and addresses from the kernel command line.
+pair_args() {
+    pair_read_args
     PAIR_ROLE=$(pair_arg role)
     case $PAIR_ROLE in
         a|b) ;;

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from . import config
 from .machine import BOOT_TIMEOUT, QrdmaVM
-from .pair import DEVICE_INFO, KINDS, WIRE_NET, start_relay, stop_relay
+from .pair import KINDS, WIRE_NET, device_info, start_relay, stop_relay
 
 GUEST_LIBS = ('tests/vm/lib-qrdma.sh', 'tests/vm/lib-pair.sh', 'tests/vm/fabric.sh')
 # The relay's ports.
@@ -150,11 +150,7 @@ class Fabric:
     def record_device(self, node, result):
         """What node's fabric_device_info said, for the later calls; or
         why it says nothing."""
-        last = result.output.strip().splitlines()[-1:] or ['']
-        words = dict(w.split('=', 1) for w in last[0].split() if '=' in w)
-        if result.rc != 0 or not all(k in words for k in DEVICE_INFO):
-            return f'n{node}: no device info from {result.describe()}'
-        if words.get('ip') != self.ip(node):
-            return f'n{node} says it is {words.get("ip")}, not {self.ip(node)}'
-        self.devices[node] = {var: words[key] for key, var in DEVICE_INFO.items()}
-        return None
+        device, why = device_info(f'n{node}', self.ip(node), result)
+        if device:
+            self.devices[node] = device
+        return why

@@ -61,6 +61,19 @@ def peer_of(role):
     return 'b' if role == 'a' else 'a'
 
 
+def device_info(who, ip, result):
+    """(the variables of DEVICE_INFO, None) from what who's
+    pair_device_info said on its last line, which must name ip; or (None,
+    why not)."""
+    last = result.output.strip().splitlines()[-1:] or ['']
+    words = dict(w.split('=', 1) for w in last[0].split() if '=' in w)
+    if result.rc != 0 or not all(k in words for k in DEVICE_INFO):
+        return None, f'{who}: no device info from {result.describe()}'
+    if words.get('ip') != ip:
+        return None, f'{who} says it is {words.get("ip")}, not {ip}'
+    return {var: words[key] for key, var in DEVICE_INFO.items()}, None
+
+
 def start_relay(run_dir, opts, ports, duration, stats=None):
     """The relay (its Popen) with options opts between ports (each
     "RELAY_SOCKET=VM_SOCKET"), for duration seconds at most, its counts
@@ -314,11 +327,7 @@ class Pair:
     def record_device(self, role, result):
         """What role's pair_device_info said, for the later calls; or why
         it says nothing."""
-        last = result.output.strip().splitlines()[-1:] or ['']
-        words = dict(w.split('=', 1) for w in last[0].split() if '=' in w)
-        if result.rc != 0 or not all(k in words for k in DEVICE_INFO):
-            return f'{role.upper()}: no device info from {result.describe()}'
-        if words.get('ip') != self.wire.ip(role):
-            return f'{role.upper()} says it is {words.get("ip")}, not {self.wire.ip(role)}'
-        self.devices[role] = {var: words[key] for key, var in DEVICE_INFO.items()}
-        return None
+        device, why = device_info(role.upper(), self.wire.ip(role), result)
+        if device:
+            self.devices[role] = device
+        return why
