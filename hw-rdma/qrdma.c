@@ -394,6 +394,7 @@ static const struct {
     { "rnr-naks-sent", offsetof(QrdmaCounters, rnr_naks_sent) },
     { "rnr-naks-rcvd", offsetof(QrdmaCounters, rnr_naks_rcvd) },
     { "retransmits", offsetof(QrdmaCounters, retransmits) },
+    { "early-retries", offsetof(QrdmaCounters, early_retries) },
     { "retry-exceeded", offsetof(QrdmaCounters, retry_exceeded) },
     { "icrc-errors", offsetof(QrdmaCounters, icrc_errors) },
     { "wire-malformed", offsetof(QrdmaCounters, wire_malformed) },

@@ -152,6 +152,13 @@ typedef struct QrdmaComp {
     uint8_t retry_left;                 /* transport retries left for it */
     bool rnr_wait;                      /* waits for the RNR timer */
     bool retry_armed;                   /* the ACK timer runs */
+    /*
+     * The timer runs to the early retry (qrdma_comp.c), not yet to the
+     * local ACK timeout; and whether the early retry went since the last
+     * progress, which allows one.
+     */
+    bool early_armed;
+    bool early_retried;
 } QrdmaComp;
 
 /*
@@ -455,6 +462,7 @@ typedef struct QrdmaCounters {
     uint64_t rnr_naks_sent;
     uint64_t rnr_naks_rcvd;
     uint64_t retransmits;               /* ACK timeouts with retries left */
+    uint64_t early_retries;             /* retries before the timeout */
     uint64_t retry_exceeded;
     /* frames from the wire dropped before the engines saw them */
     uint64_t icrc_errors;

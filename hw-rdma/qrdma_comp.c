@@ -119,16 +119,53 @@ static bool qrdma_comp_outstanding(const QrdmaQp *qp)
     return qp->sq_ci != qp->req.idx_hi || qp->req.sent;
 }
 
+/* The local ACK timeout: 4.096 us * 2^timeout. */
+static int64_t qrdma_comp_timeout_ns(const QrdmaQp *qp)
+{
+    return 4096ll << qp->attr.timeout;
+}
+
+/*
+ * The early retry.  A packet lost at the end of what was sent (the last
+ * of a window, the ACK of it, a NAK, or a packet sent again after a NAK)
+ * leaves nothing after it to show the gap, and only the ACK timer
+ * notices.  The timeouts consumers set are long (perftest 67 ms, rdma_cm
+ * over RoCE about a second), and through 1% loss those waits were most
+ * of the time a transfer took.  So, as NICs with adaptive retransmission
+ * do, the requester goes back once after an eighth of the timeout, at
+ * least 2 ms, if nothing moved meanwhile: go-back-N from the first PSN
+ * not acknowledged, which the responder answers as it answers any retry.
+ * It does not count against retry_cnt, and the timeout still fires at
+ * its time from the last progress: a peer that went away fails as late
+ * as before.  One per stall, so a network that loses a lot is not sent
+ * more than twice what a timeout alone would send; none for a timeout
+ * under 16 ms, where the early retry would come too soon after a packet.
+ */
+#define QRDMA_EARLY_RETRY_MIN_NS (2 * SCALE_MS)
+
+static int64_t qrdma_comp_early_ns(const QrdmaQp *qp)
+{
+    int64_t ns = qrdma_comp_timeout_ns(qp) / 8;
+
+    return ns >= QRDMA_EARLY_RETRY_MIN_NS ? ns : 0;
+}
+
 void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp)
 {
+    int64_t ns;
+
     if (qp->type != QRDMA_QPT_RC || !qp->attr.timeout ||
         qp->comp.retry_armed || qp->comp.rnr_wait ||
         !qrdma_comp_outstanding(qp) || qp->state != QRDMA_QPS_RTS) {
         return;
     }
     qp->comp.retry_armed = true;
-    timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-              (4096ll << qp->attr.timeout));
+    ns = qrdma_comp_timeout_ns(qp);
+    if (!qp->comp.early_retried && qrdma_comp_early_ns(qp)) {
+        qp->comp.early_armed = true;
+        ns = qrdma_comp_early_ns(qp);
+    }
+    timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
 }
 
 /*
@@ -140,8 +177,10 @@ static void qrdma_comp_progress(QrdmaCore *core, QrdmaQp *qp)
 {
     qp->comp.retry_left = qp->attr.retry_cnt;
     qp->comp.gap_retried = false;
+    qp->comp.early_retried = false;
     if (qp->comp.retry_armed) {
         qp->comp.retry_armed = false;
+        qp->comp.early_armed = false;
         timer_del(qp->timer);
         qrdma_comp_arm_retry(core, qp);
     }
@@ -281,6 +320,7 @@ static void qrdma_comp_rnr(QrdmaCore *core, QrdmaQp *qp, uint8_t timer,
     qrdma_req_rewind_to(qp, psn);
     qp->comp.rnr_wait = true;
     qp->comp.retry_armed = false;
+    qp->comp.early_armed = false;
     timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
               (int64_t)qrdma_rnr_10us[timer & 31] * 10 * SCALE_US);
 }
@@ -508,6 +548,20 @@ static void qrdma_comp_expired(QrdmaCore *core, QrdmaQp *qp)
     }
     qp->comp.retry_armed = false;
     if (!qrdma_comp_outstanding(qp) || qp->state != QRDMA_QPS_RTS) {
+        qp->comp.early_armed = false;
+        return;
+    }
+    if (qp->comp.early_armed) {
+        /* The rest of the timeout runs from here, as armed. */
+        qp->comp.early_armed = false;
+        qp->comp.early_retried = true;
+        core->counters.early_retries++;
+        trace_qrdma_retry_early(qp->qpn, qp->comp.acked);
+        qrdma_req_rewind_to(qp, qp->comp.acked);
+        qrdma_dp_kick(core, qp);
+        qp->comp.retry_armed = true;
+        timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  qrdma_comp_timeout_ns(qp) - qrdma_comp_early_ns(qp));
         return;
     }
     if (!qp->comp.retry_left) {

@@ -590,6 +590,7 @@ static void qrdma_qp_unqueue(QrdmaCore *core, QrdmaQp *qp)
     }
     qp->comp.rnr_wait = false;
     qp->comp.retry_armed = false;
+    qp->comp.early_armed = false;
 }
 
 void qrdma_dp_qp_modified(QrdmaCore *core, QrdmaQp *qp, uint8_t from)

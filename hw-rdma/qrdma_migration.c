@@ -536,6 +536,26 @@ static const VMStateDescription qrdma_vmstate_mig_req = {
     },
 };
 
+/* Sent only while an early retry is due or has gone. */
+static bool qrdma_mig_comp_early_needed(void *opaque)
+{
+    const QrdmaComp *c = opaque;
+
+    return c->early_armed || c->early_retried;
+}
+
+static const VMStateDescription qrdma_vmstate_mig_comp_early = {
+    .name = "qrdma-comp/early",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = qrdma_mig_comp_early_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(early_armed, QrdmaComp),
+        VMSTATE_BOOL(early_retried, QrdmaComp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription qrdma_vmstate_mig_comp = {
     .name = "qrdma-comp",
     .version_id = 1,
@@ -550,6 +570,10 @@ static const VMStateDescription qrdma_vmstate_mig_comp = {
         VMSTATE_BOOL(rnr_wait, QrdmaComp),
         VMSTATE_BOOL(retry_armed, QrdmaComp),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &qrdma_vmstate_mig_comp_early,
+        NULL
     },
 };
 
@@ -1060,6 +1084,10 @@ static const char *qrdma_mig_qp_transport_bad(const QrdmaQp *qp)
     if (qp->req.sent >= QRDMA_MAX_MSG || qp->comp.read_done >= QRDMA_MAX_MSG ||
         qp->comp.rnr_left > 7 || qp->comp.retry_left > 7) {
         return "requester or completer progress";
+    }
+    if (qp->comp.early_armed &&
+        (!qp->comp.retry_armed || qp->comp.early_retried)) {
+        return "early retry without its timer";
     }
     /*
      * res_next counts the responder resources taken, each the next modulo

@@ -625,6 +625,79 @@ static void test_wire_stalled_peer(void *obj, void *data,
 }
 
 /*
+ * The early retry: a SEND, the last packet sent, is lost, and nothing
+ * behind it shows the gap.  With timeout 14 (67 ms) it goes again after
+ * an eighth of that (8.4 ms), not counted as a timeout, and completes.
+ * Once per stall: a peer that answers nothing gets one early retry, and
+ * the WQE still fails only when the timeouts run out, (1 + retry_cnt)
+ * timeouts after the last answer, as without it.
+ */
+static void test_wire_early_retry(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    int *sv = data;
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8];
+    struct qrdma_sq_wqe w;
+    uint64_t retx, early;
+    QQrdma q1;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
+    size_t n;
+    int i;
+
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.timeout = 14;                    /* 67 ms of the virtual clock */
+    e0.retry_cnt = 1;
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    retx = qrdma_t_qom_get(&e0.t, "retransmits");
+    early = qrdma_t_qom_get(&e0.t, "early-retries");
+    qrdma_dp_write_data(&e0, 0, "lost once");
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data, 64, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, 10, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    n = qrdma_dp_wire_recv(sv[0], f);
+    g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x04);
+
+    /* not before an eighth of the timeout */
+    qtest_clock_step(e0.t.qts, 8 * SCALE_MS);
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
+    qtest_clock_step(e0.t.qts, SCALE_MS);
+    g_assert_cmpint(qrdma_dp_relay(sv[0], sv[2], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x04);
+    g_assert_cmpint(qrdma_dp_relay(sv[2], sv[0], 1, ops), ==, 1);
+    g_assert_cmphex(ops[0], ==, 0x11);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_data(&e1, 0, "lost once");
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "early-retries"), ==, early + 1);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits"), ==, retx);
+
+    /*
+     * Nobody answers now: the early retry at 8.4 ms, the timeout's retry
+     * at 67 ms, and the WQE fails at 134 ms, not before.
+     */
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_SEND, e0.data, 10, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    for (i = 0; i < 133; i++) {
+        qtest_clock_step(e0.t.qts, SCALE_MS);
+    }
+    qrdma_dp_expect_no_cqe(&e0, &e0.cq);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "early-retries"), ==, early + 2);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits"), ==, retx + 1);
+    /* the first sending, the early retry and the timeout's retry */
+    for (i = 0; i < 3; i++) {
+        n = qrdma_dp_wire_recv(sv[0], f);
+        g_assert_cmphex(qrdma_dp_wire_check_frame(f, n), ==, 0x04);
+    }
+    g_assert_true(qrdma_dp_relay_quiet(sv[0]));
+    qtest_clock_step(e0.t.qts, 2 * SCALE_MS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_RETRY_EXC_ERR);
+}
+
+/*
  * A responder QP that goes away acknowledges once more what it took: the
  * ACK of a SEND is lost, the responder's QP goes (how: QRDMA_QPS_RESET or
  * QRDMA_QPS_ERR, else destroyed), and its last ACK completes the SEND
@@ -711,6 +784,8 @@ static void qrdma_dp_wire_requester_register_tests(void)
     qos_add_test("dp/wire-rnr-repeat", QRDMA_NODE_DP, test_wire_rnr_repeat,
                  &relay_opts);
     qos_add_test("dp/wire-farewell-ack", QRDMA_NODE_DP, test_wire_farewell_ack,
+                 &relay_opts);
+    qos_add_test("dp/wire-early-retry", QRDMA_NODE_DP, test_wire_early_retry,
                  &relay_opts);
     qos_add_test("dp/wire-stalled-peer", QRDMA_NODE_DP, test_wire_stalled_peer,
                  &relay_opts);

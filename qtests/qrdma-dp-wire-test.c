@@ -592,6 +592,66 @@ static void relay_read_answer(int *sv, int npkts, int acks)
 }
 
 /*
+ * At path MTU 4096 the requester keeps 32 packets (128 KiB) in flight,
+ * not 128: a SEND of 64 packets sends 32 and waits for their ACK.  It
+ * asks for an ACK every 16 packets, half the window, so that the window
+ * moves on without a timeout; the rest goes once the ACKs come.
+ */
+static void test_wire_window(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { PKTS = 64 };
+    int *sv = data;
+    uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8], got[4096];
+    uint32_t lkey0, lkey1, rkey;
+    struct qrdma_sq_wqe w;
+    QQrdma q1;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
+    int round, i, k;
+    size_t n;
+
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    e0.path_mtu = e1.path_mtu = 5;              /* 4096 */
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    qrdma_dp_write_data(&e0, 4096 * 3, "page 3 of 16");
+    lkey0 = reg_round_mr(&e0, PKTS, &rkey);
+    lkey1 = reg_round_mr(&e1, PKTS, &rkey);
+    qrdma_dp_post_recv(&e1, &b, 0xb1, 0x20000000, PKTS * 4096, lkey1);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, 0x20000000, PKTS * 4096, lkey0);
+    qrdma_dp_post_send(&e0, &a, &w);
+    for (round = 0; round < 2; round++) {
+        for (i = 0; i < 32; i++) {
+            n = qrdma_dp_wire_recv(sv[0], f);
+            g_assert_cmpuint(n, >, 4096);
+            qrdma_dp_wire_check_frame(f, n);
+            g_assert_cmpuint(qrdma_dp_wire_psn(f), ==,
+                             (e0.sq_psn + round * 32 + i) & 0xffffff);
+            /* at the latest the window's last asks for an ACK */
+            if (i == 31) {
+                g_assert_cmphex(f[QRDMA_DP_WIRE_BTH + 8] & 0x80, ==, 0x80);
+            }
+            qrdma_dp_wire_send(sv[2], f, n);
+        }
+        /* the window is full until the ACKs come */
+        g_assert_true(qrdma_dp_relay_quiet(sv[0]));
+        k = qrdma_dp_relay(sv[2], sv[0], 2, ops);
+        g_assert_cmpint(k, >=, 1);
+        while (k--) {
+            g_assert_cmphex(ops[k], ==, 0x11);
+        }
+    }
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "retransmits"), ==, 0);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "early-retries"), ==, 0);
+    /* the last page of the message is the round MR's page 63 % 16 */
+    qtest_memread(e1.t.qts, e1.data + 4096 * 3, got, 13);
+    g_assert_cmpstr((char *)got, ==, "page 3 of 16");
+}
+
+/*
  * A READ of 4 MiB is answered a turn at a time, only as fast as the wire
  * takes it: with nobody reading the responder's socket, a few hundred
  * KiB of its 1024 responses leave and the rest waits (all of it went at
@@ -605,7 +665,7 @@ static void relay_read_answer(int *sv, int npkts, int acks)
 static void test_wire_read_engine(void *obj, void *data,
                                   QGuestAllocator *alloc)
 {
-    enum { PAGES = 1024, LEN = PAGES * 4096, SMALL = 120 };
+    enum { PAGES = 1024, LEN = PAGES * 4096, SMALL = 24 };
     int *sv = data;
     uint8_t f[QRDMA_DP_WIRE_FRAME_MAX], ops[8], src[QRDMA_DP_DATA_PAGES * 4096];
     uint8_t got[QRDMA_DP_DATA_PAGES * 4096];
@@ -647,7 +707,7 @@ static void test_wire_read_engine(void *obj, void *data,
     qtest_memread(e0.t.qts, e0.data, got, sizeof(got));
     g_assert_cmpmem(got, 15 * 4096, src, 15 * 4096);
 
-    /* a READ within the requester's window, and a SEND after it */
+    /* a READ within the requester's window (32 packets), a SEND after it */
     qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + 4096 * 15, 64, e1.lkey);
     w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_READ, 0x20000000, SMALL * 4096,
                          lkey0);
@@ -1109,6 +1169,8 @@ static void qrdma_dp_wire_register_tests(void)
                  &relay_opts);
     qos_add_test("dp/wire-flush-atomic-write", QRDMA_NODE_DP,
                  test_wire_flush_atomic_write, &relay_opts);
+    qos_add_test("dp/wire-window", QRDMA_NODE_DP, test_wire_window,
+                 &relay_opts);
     qos_add_test("dp/wire-read-engine", QRDMA_NODE_DP, test_wire_read_engine,
                  &relay_opts);
     qos_add_test("dp/wire-read-duplicates", QRDMA_NODE_DP,
