@@ -71,6 +71,10 @@ class BenchSteps:
     than these)."""
 
     SCRIPT = 'tests/vm/bench-pair.sh'
+    # The wire netdev's MTU, which gives RoCE path MTU 4096: frames cost
+    # per frame, and a 1500 MTU (path MTU 1024) measures the frame rate
+    # of two QEMUs rather than RDMA.  QRDMA_BENCH_MTU measures another.
+    APPEND = f'qrdma.mtu={os.environ.get("QRDMA_BENCH_MTU", "9000")}'
     TESTS = ALL_TESTS
     BW_ITERS = BW_ITERS
     runs = 0
@@ -187,6 +191,12 @@ class BenchPairQrdmaQrdma(BenchSteps, PairTest):
     """Both ends qrdma."""
     NAME = 'bench-pair'
     KINDS = ('qrdma', 'qrdma')
+
+
+class BenchPairQrdmaRxe(BenchSteps, PairTest):
+    """A qrdma server, an rxe client: what qrdma gains over a peer of rxe's."""
+    NAME = 'bench-pair'
+    KINDS = ('qrdma', 'rxe')
 
 
 class BenchPairRxeRxe(BenchSteps, PairTest):

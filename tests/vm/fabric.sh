@@ -63,12 +63,8 @@ fabric_host() {
 # name in /etc/hosts, its remote shell serving, and what the host keeps of
 # it on the last line, as pair_device_info's.
 fabric_device_info() {
-    local k mtu
+    local k
     pair_device_info >"$LOGDIR/device_info" 2>&1 || { cat "$LOGDIR/device_info"; return 1; }
-    mtu=$(pair_arg mtu 1500)
-    ip link set "$PAIR_NETDEV" mtu "$mtu" || return 1
-    echo "INFO: n$FABRIC_NODE: $PAIR_NETDEV mtu $mtu, $PAIR_DEV active_mtu" \
-        "$(ibv_devinfo -d "$PAIR_DEV" | awk '/active_mtu/ {print $2; exit}')"
     for k in $(seq "$FABRIC_NODES"); do
         grep -q " $(fabric_host "$k")\$" /etc/hosts ||
             echo "$(fabric_ip "$k") $(fabric_host "$k")" >>/etc/hosts

@@ -182,6 +182,18 @@ pair_device_up() {
             PAIR_DEV=$RXE_DEV PAIR_GID_INDEX=$RXE_GID_INDEX PAIR_NETDEV=$RXE_NETDEV ;;
     esac
     PAIR_MAC=$(cat "/sys/class/net/$PAIR_NETDEV/address")
+    pair_set_mtu
+}
+
+# pair_set_mtu: the wire netdev's MTU, qrdma.mtu if the kernel command
+# line gives one (the RoCE path MTU follows it: 9000 gives 4096).
+pair_set_mtu() {
+    local mtu
+    mtu=$(pair_arg mtu)
+    [ -n "$mtu" ] || return 0
+    ip link set "$PAIR_NETDEV" mtu "$mtu" || return 1
+    echo "INFO: $PAIR_NETDEV mtu $mtu, $PAIR_DEV active_mtu" \
+        "$(ibv_devinfo -d "$PAIR_DEV" | awk '/active_mtu/ {print $2; exit}')"
 }
 
 # pair_device_info: pair_device_up, saying what it did, then what the
