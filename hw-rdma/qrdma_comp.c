@@ -152,7 +152,7 @@ static int64_t qrdma_comp_early_ns(const QrdmaQp *qp)
 
 void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp)
 {
-    int64_t ns;
+    int64_t early;
 
     if (qp->type != QRDMA_QPT_RC || !qp->attr.timeout ||
         qp->comp.retry_armed || qp->comp.rnr_wait ||
@@ -160,12 +160,10 @@ void qrdma_comp_arm_retry(QrdmaCore *core, QrdmaQp *qp)
         return;
     }
     qp->comp.retry_armed = true;
-    ns = qrdma_comp_timeout_ns(qp);
-    if (!qp->comp.early_retried && qrdma_comp_early_ns(qp)) {
-        qp->comp.early_armed = true;
-        ns = qrdma_comp_early_ns(qp);
-    }
-    timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
+    early = qp->comp.early_retried ? 0 : qrdma_comp_early_ns(qp);
+    qp->comp.early_armed = early != 0;
+    timer_mod(qp->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+              (early ? early : qrdma_comp_timeout_ns(qp)));
 }
 
 /*

@@ -134,7 +134,24 @@ static uint8_t qrdma_req_ud_addr(QrdmaCore *core, QrdmaQp *qp,
     return QRDMA_WC_SUCCESS;
 }
 
-static uint32_t qrdma_req_window(const QrdmaQp *qp);
+/*
+ * RC keeps at most QRDMA_REQ_WINDOW packets unacknowledged, as rxe keeps
+ * its PSNs: a responder much slower than the requester (a
+ * software RoCE in a VM) would otherwise get more than it answers within
+ * the ACK timeout, and every retry would send it all again.  It also
+ * bounds what a retry sends again, and what a loss costs: the responder
+ * drops everything behind a lost packet, and it all goes again.  So no
+ * more than QRDMA_REQ_WINDOW_BYTES either: at path MTU 4096, 32 packets.
+ * Between two VMs that window moves as much as 128 did (make bench), and
+ * through 1% loss it kept 54 MiB/s of ib_write_bw where 128 kept 31.
+ */
+#define QRDMA_REQ_WINDOW 128
+#define QRDMA_REQ_WINDOW_BYTES (128 * KiB)
+
+static uint32_t qrdma_req_window(const QrdmaQp *qp)
+{
+    return MIN(QRDMA_REQ_WINDOW, QRDMA_REQ_WINDOW_BYTES / qrdma_qp_mtu(qp));
+}
 
 /*
  * Whether a request packet asks for an ACK.  ACKs are cumulative, so an
@@ -224,25 +241,6 @@ static bool qrdma_req_local(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c)
     qp->req.started = false;
     qrdma_comp_local(core, qp, c, status);
     return true;
-}
-
-/*
- * RC keeps at most QRDMA_REQ_WINDOW packets unacknowledged, as rxe keeps
- * its PSNs: a responder much slower than the requester (a
- * software RoCE in a VM) would otherwise get more than it answers within
- * the ACK timeout, and every retry would send it all again.  It also
- * bounds what a retry sends again, and what a loss costs: the responder
- * drops everything behind a lost packet, and it all goes again.  So no
- * more than QRDMA_REQ_WINDOW_BYTES either: at path MTU 4096, 32 packets.
- * Between two VMs that window moves as much as 128 did (make bench), and
- * through 1% loss it kept 54 MiB/s of ib_write_bw where 128 kept 31.
- */
-#define QRDMA_REQ_WINDOW 128
-#define QRDMA_REQ_WINDOW_BYTES (128 * KiB)
-
-static uint32_t qrdma_req_window(const QrdmaQp *qp)
-{
-    return MIN(QRDMA_REQ_WINDOW, QRDMA_REQ_WINDOW_BYTES / qrdma_qp_mtu(qp));
 }
 
 /* Packets sent and not acknowledged; none after a retry went back. */

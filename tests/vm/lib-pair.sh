@@ -185,6 +185,11 @@ pair_device_up() {
     pair_set_mtu
 }
 
+# pair_active_mtu: the active MTU of this side's RDMA port, in bytes.
+pair_active_mtu() {
+    ibv_devinfo -d "$PAIR_DEV" | awk '/active_mtu/ {print $2; exit}'
+}
+
 # pair_set_mtu: the wire netdev's MTU, qrdma.mtu if the kernel command
 # line gives one (the RoCE path MTU follows it: 9000 gives 4096).
 pair_set_mtu() {
@@ -192,8 +197,7 @@ pair_set_mtu() {
     mtu=$(pair_arg mtu)
     [ -n "$mtu" ] || return 0
     ip link set "$PAIR_NETDEV" mtu "$mtu" || return 1
-    echo "INFO: $PAIR_NETDEV mtu $mtu, $PAIR_DEV active_mtu" \
-        "$(ibv_devinfo -d "$PAIR_DEV" | awk '/active_mtu/ {print $2; exit}')"
+    echo "INFO: $PAIR_NETDEV mtu $mtu, $PAIR_DEV active_mtu $(pair_active_mtu)"
 }
 
 # pair_device_info: pair_device_up, saying what it did, then what the

@@ -101,7 +101,7 @@ t_rc_pingpong_mtu4096() {
     [ "$PAIR_KIND-$PAIR_PEER_KIND" = qrdma-qrdma ] || { echo "qrdma at both ends only"; return 77; }
     pair_need_setup || return 1
     ip link set "$PAIR_NETDEV" mtu 9000 || return 1
-    mtu=$(ibv_devinfo -d "$PAIR_DEV" | awk '/active_mtu/ {print $2; exit}')
+    mtu=$(pair_active_mtu)
     echo "INFO: $PAIR_ROLE: $PAIR_NETDEV mtu 9000, active_mtu $mtu"
     if [ "$mtu" = 4096 ]; then
         pingpong ibv_rc_pingpong -n "$PP_ITERS" -m 4096 -s 65536 || rc=1
