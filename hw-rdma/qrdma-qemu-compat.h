@@ -33,6 +33,22 @@
 typedef const void QrdmaClassData;
 #else
 typedef void QrdmaClassData;
+/*
+ * The front end of a chardev is a CharFrontend in QEMU 10.2, a
+ * CharBackend before ("chardev: rename CharBackend to CharFrontend").
+ */
+#if !QRDMA_QEMU_AT_LEAST(10, 2)
+typedef CharBackend CharFrontend;
+#endif
+
+#endif
+
+/*
+ * The front end of a chardev is a CharFrontend in QEMU 10.2, a
+ * CharBackend before ("chardev: rename CharBackend to CharFrontend").
+ */
+#if !QRDMA_QEMU_AT_LEAST(10, 2)
+typedef CharBackend CharFrontend;
 #endif
 
 #endif

@@ -201,6 +201,11 @@ static void qrdma_realize(PCIDevice *pci_dev, Error **errp)
         goto err_msix;
     }
     qrdma_core_realize(&s->core, pci_dev, errp);
+    if (*errp) {
+        qrdma_core_unrealize(&s->core);
+        qrdma_eth_unrealize(&s->core);
+        goto err_msix;
+    }
     trace_qrdma_realize(nvec);
     return;
 
@@ -340,6 +345,7 @@ static const VMStateDescription qrdma_vmstate = {
 
 static const Property qrdma_properties[] = {
     DEFINE_NIC_PROPERTIES(QrdmaState, core.eth.conf),
+    DEFINE_PROP_CHR("link", QrdmaState, core.link.chr),
     DEFINE_PROP_LINK("fabric", QrdmaState, core.fabric_link,
                      TYPE_QRDMA_FABRIC, QrdmaFabric *),
     DEFINE_PROP_UINT16("msix-vectors", QrdmaState, core.msix_vectors,
@@ -402,6 +408,11 @@ static const struct {
     { "held-dropped", offsetof(QrdmaCounters, held_dropped) },
     { "dup-unmatched", offsetof(QrdmaCounters, dup_unmatched) },
     { "acks-withheld", offsetof(QrdmaCounters, acks_withheld) },
+    { "link-pkts-sent", offsetof(QrdmaCounters, link_pkts_sent) },
+    { "link-pkts-rcvd", offsetof(QrdmaCounters, link_pkts_rcvd) },
+    { "link-tx-dropped", offsetof(QrdmaCounters, link_tx_dropped) },
+    { "link-errors", offsetof(QrdmaCounters, link_errors) },
+    { "link-ups", offsetof(QrdmaCounters, link_ups) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,
@@ -411,6 +422,11 @@ static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,
     uint32_t n = qrdma_resources_in_use(&s->core);
 
     visit_type_uint32(v, name, &n, errp);
+}
+
+static bool qrdma_get_link_up(Object *obj, Error **errp)
+{
+    return QRDMA(obj)->core.link.state == QRDMA_LINK_UP;
 }
 
 static void qrdma_instance_init(Object *obj)
@@ -426,6 +442,7 @@ static void qrdma_instance_init(Object *obj)
     }
     object_property_add(obj, "resources", "uint32", qrdma_get_resources,
                         NULL, NULL, NULL);
+    object_property_add_bool(obj, "link-up", qrdma_get_link_up, NULL);
 }
 
 static void qrdma_class_init(ObjectClass *klass, QrdmaClassData *data)

@@ -18,6 +18,7 @@
 #include "qrdma_table.h"
 #include "qrdma_dma.h"
 #include "qrdma_fabric.h"
+#include "qrdma_link.h"
 #include "qrdma_eq.h"
 #include "qrdma_sgl.h"
 #include "qrdma_mr.h"
@@ -474,6 +475,12 @@ typedef struct QrdmaCounters {
     uint64_t dup_unmatched;
     /* ACKs of all taken not sent: ePSN - 1 was a response's */
     uint64_t acks_withheld;
+    /* the same-host link: its packets, also counted in pkts_* above */
+    uint64_t link_pkts_sent;
+    uint64_t link_pkts_rcvd;
+    uint64_t link_tx_dropped;           /* its ring full */
+    uint64_t link_errors;               /* the peer broke a rule, or hung */
+    uint64_t link_ups;
 } QrdmaCounters;
 
 /* A UD packet lately taken from the wire: see qrdma_wire_ud_seen(). */
@@ -541,6 +548,7 @@ typedef struct QrdmaCore {
     QrdmaFabricPort port;               /* the loopback transport */
     const QrdmaTransportOps *xport;     /* what carries packets */
     uint32_t wire_queued;               /* frames the netdev holds back */
+    QrdmaLink link;                     /* the "link" property's */
     QrdmaUdSeen ud_seen[QRDMA_UD_SEEN_MAX];
     uint64_t ud_seen_salt;              /* odd, drawn at realize */
     uint32_t mr_gen;                    /* bumped when access is taken away */

@@ -190,6 +190,7 @@ static uint8_t qrdma_cmd_set_gid(QrdmaCore *core, uint32_t uctx,
     e->vlan_id = g->vlan_id;
     e->type = g->type;
     qrdma_fabric_gid_changed(&core->port, index);
+    qrdma_link_gids_changed(core);
     trace_qrdma_gid_set(index);
     return QRDMA_STATUS_OK;
 }
@@ -212,6 +213,7 @@ static uint8_t qrdma_cmd_del_gid(QrdmaCore *core, uint32_t uctx,
     }
     memset(&core->gid[index], 0, sizeof(core->gid[index]));
     qrdma_fabric_gid_changed(&core->port, index);
+    qrdma_link_gids_changed(core);
     trace_qrdma_gid_del(index);
     return QRDMA_STATUS_OK;
 }

@@ -406,6 +406,7 @@ static void qrdma_vm_state_change(void *opaque, bool running, RunState state)
         qemu_bh_schedule(core->irq_bh);
     }
     qrdma_dp_resume(core);
+    qrdma_link_resume(core);
     qrdma_eth_resume(core);
 }
 
@@ -429,10 +430,12 @@ void qrdma_core_realize(QrdmaCore *core, PCIDevice *owner, Error **errp)
     qrdma_resources_init(core);
     qrdma_dp_realize(core);
     qrdma_mig_init(core);
+    qrdma_link_realize(core, errp);
 }
 
 void qrdma_core_unrealize(QrdmaCore *core)
 {
+    qrdma_link_unrealize(core);
     qemu_bh_delete(core->cmdq.bh);
     core->cmdq.bh = NULL;
     qemu_bh_delete(core->irq_bh);
@@ -461,6 +464,7 @@ bool qrdma_core_post_load(QrdmaCore *core)
 
     /* The stream wrote the GID table: whether it holds or not, route by it. */
     qrdma_fabric_gids_changed(&core->port);
+    qrdma_link_gids_changed(core);
 
     if (core->dev_ctrl & ~QRDMA_DEV_CTRL_ENABLE) {
         trace_qrdma_err_post_load("DEV_CTRL holds bits that never persist");

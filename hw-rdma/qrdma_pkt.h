@@ -92,6 +92,17 @@ static inline uint32_t qrdma_op_flags(uint8_t opcode)
     return f ? f | QRDMA_OPF_VALID : 0;
 }
 
+/* The opcode of a packet in the middle of a burst that opcode starts. */
+static inline uint8_t qrdma_op_middle(uint8_t opcode)
+{
+    uint32_t f = qrdma_op_flags(opcode);
+    uint8_t op = f & QRDMA_OPF_SEND ? QRDMA_OP_SEND_MIDDLE :
+                 f & QRDMA_OPF_WRITE ? QRDMA_OP_WRITE_MIDDLE :
+                 QRDMA_OP_READ_RESP_MIDDLE;
+
+    return QRDMA_OP_TRANSPORT(opcode) | op;
+}
+
 /* AETH syndromes: bits 6:5 say which, 4:0 the value. */
 #define QRDMA_AETH_ACK                  0x00        /* | credit count */
 #define QRDMA_AETH_RNR_NAK              0x20        /* | RNR timer */

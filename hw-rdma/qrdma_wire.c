@@ -6,7 +6,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * Packets for a function of this QEMU go over the loopback fabric, as a
- * NIC loops back what is for itself; all others leave as RoCEv2 frames on
+ * NIC loops back what is for itself; those for the function at the other
+ * end of the same-host link, if it is up, go over the link
+ * (qrdma_link.c); all others leave as RoCEv2 frames on
  * the netdev of the Ethernet function, a burst cut into packets of the
  * path MTU as a NIC's segmentation offload does.  Frames that come in
  * for one of the port's GIDs go to the engines; everything else stays
@@ -19,6 +21,7 @@
 #include "net/net.h"
 #include "qrdma.h"
 #include "qrdma_dp.h"
+#include "qrdma_link.h"
 #include "qrdma_roce.h"
 #include "qrdma_wire.h"
 #include "trace.h"
@@ -37,17 +40,6 @@ static void qrdma_wire_mcast_mac(const uint8_t *gid, uint8_t *mac)
         mac[4] = gid[14];
         mac[5] = gid[15];
     }
-}
-
-/* The opcode of a packet in the middle of a burst. */
-static uint8_t qrdma_wire_middle(uint8_t opcode)
-{
-    uint32_t f = qrdma_op_flags(opcode);
-    uint8_t op = f & QRDMA_OPF_SEND ? QRDMA_OP_SEND_MIDDLE :
-                 f & QRDMA_OPF_WRITE ? QRDMA_OP_WRITE_MIDDLE :
-                 QRDMA_OP_READ_RESP_MIDDLE;
-
-    return QRDMA_OP_TRANSPORT(opcode) | op;
 }
 
 /*
@@ -73,7 +65,7 @@ static void qrdma_wire_sent(NetClientState *nc, ssize_t len)
 static bool qrdma_wire_busy(QrdmaCore *core)
 {
     return core->wire_queued >= QRDMA_WIRE_QUEUE_MAX ||
-           qrdma_fabric_busy(&core->port);
+           qrdma_fabric_busy(&core->port) || qrdma_link_busy(core);
 }
 
 static void qrdma_wire_frame(QrdmaCore *core, NetClientState *nc,
@@ -109,7 +101,7 @@ static void qrdma_wire_xmit_frames(QrdmaCore *core, NetClientState *nc,
         bool last = i + 1 == pkt->npkts;
 
         one.opcode = i == 0 ? pkt->opcode :
-                     last ? pkt->last_opcode : qrdma_wire_middle(pkt->opcode);
+                     last ? pkt->last_opcode : qrdma_op_middle(pkt->opcode);
         one.psn = (pkt->psn + i) & QRDMA_PSN_MASK;
         one.paylen = last ? left : MIN(mtu, left);
         one.ack_req = last && pkt->ack_req;
@@ -124,7 +116,7 @@ static void qrdma_wire_xmit(QrdmaCore *core, QrdmaPkt *pkt)
     NetClientState *nc;
     QrdmaRoceLink link;
 
-    if (qrdma_fabric_route(core, pkt)) {
+    if (qrdma_fabric_route(core, pkt) || qrdma_link_route(core, pkt)) {
         return;
     }
     nc = core->eth.nic ? qemu_get_queue(core->eth.nic) : NULL;
