@@ -725,6 +725,70 @@ static void test_link_peer_hangs(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-errors"), ==, 0);
 }
 
+/* Migrates the test's QEMU to uri: its final status. */
+static char *link_migrate(QTestState *qts, const char *uri)
+{
+    int i;
+
+    qtest_qmp_assert_success(qts, "{ 'execute': 'migrate', "
+                             "'arguments': { 'uri': %s } }", uri);
+    for (i = 0; i < 6000; i++) {
+        QDict *rsp = qtest_qmp_assert_success_ref(qts,
+                                        "{ 'execute': 'query-migrate' }");
+        const char *st = qdict_get_try_str(rsp, "status");
+        char *status = g_strdup(st ? st : "none");
+
+        qobject_unref(rsp);
+        if (!strcmp(status, "completed") || !strcmp(status, "failed")) {
+            return status;
+        }
+        g_free(status);
+        g_usleep(10 * 1000);
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * A migration takes the link down before its first pass: the peer hears
+ * BYE.  One that fails brings the link back; one that completes leaves it
+ * down on the source, which is done.
+ */
+static void test_link_migration(void *obj, void *data, QGuestAllocator *alloc)
+{
+    LinkSetup *s = data;
+    g_autofree char *file = g_strdup_printf("file:%s/vm.mig", s->dir);
+    g_autofree char *status = NULL;
+    QrdmaDpEnv e;
+    LinkPeer p;
+    int fds[2];
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    peer_connect(&p, s->path);
+    peer_take_hello(&p);
+    peer_hello(&p);
+    link_expect_up(&e.t, true);
+
+    /* the stream's reader exits at once: the migration fails */
+    status = link_migrate(e.t.qts, "exec:true");
+    g_assert_cmpstr(status, ==, "failed");
+    peer_expect(&p, QRDMA_LINK_MSG_BYE, fds);
+    peer_take_hello(&p);
+    peer_hello(&p);
+    link_expect_up(&e.t, true);
+
+    g_free(status);
+    status = link_migrate(e.t.qts, file);
+    g_assert_cmpstr(status, ==, "completed");
+    peer_expect(&p, QRDMA_LINK_MSG_BYE, fds);
+    g_assert_false(link_up(&e.t));
+    /* no offer again: the retry would come within a second */
+    g_assert_false(peer_readable(&p, 1500));
+    g_assert_false(link_up(&e.t));
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-errors"), ==, 0);
+    peer_close(&p);
+    unlink(file + strlen("file:"));
+}
+
 static void qrdma_dp_link_register_tests(void)
 {
     QOSGraphTestOptions pair_opts = {
@@ -740,6 +804,8 @@ static void qrdma_dp_link_register_tests(void)
     qos_add_test("dp/link-hostile", QRDMA_NODE_DP, test_link_hostile,
                  &peer_opts);
     qos_add_test("dp/link-peer-hangs", QRDMA_NODE_DP, test_link_peer_hangs,
+                 &peer_opts);
+    qos_add_test("dp/link-migration", QRDMA_NODE_DP, test_link_migration,
                  &peer_opts);
 }
 
