@@ -15,6 +15,14 @@ test passes only if both halves do.  The figures of each pairing
 (perftest's bandwidth and latency, NVMe's write rate, the packet
 counters) land in build/vm-out/RUN/RUN.tsv and .txt.
 
+LinkQrdmaQrdma runs the same tests between two qrdma devices joined by
+the same-host link as well as the wire (qrdma_test.Pair's link): the
+link must be up on both sides before the tests, and after them each
+side's device must have sent and received over it, with no link error,
+and have sent and received next to nothing on the wire:
+
+    scripts/run-functional test_wire_pair.py LinkQrdmaQrdma
+
 A class's TESTS are the tests between the setup and the final checks;
 QRDMA_WIRE_TESTS (comma-separated) runs those instead, and QRDMA_PP_ITERS,
 QRDMA_BW_ITERS, QRDMA_LAT_ITERS and QRDMA_FIO_SIZE set the iterations of
@@ -25,6 +33,7 @@ import os
 import unittest
 
 from qrdma_test import PairTest, main
+from qrdma_test.pair import ROLES
 
 ALL_TESTS = (
     'rc_pingpong', 'uc_pingpong', 'ud_pingpong', 'srq_pingpong', 'rc_pingpong_ipv6',
@@ -35,6 +44,11 @@ ALL_TESTS = (
     'rping', 'rping_vlan', 'ud_vlan', 'ucmatose', 'udaddy', 'ud_datagrams',
     'rnr_forever', 'rnr_finite', 'rmw', 'nvme', 'nvme_fio',
 )
+
+# Over the link, the share of a side's RoCE packets that may still take
+# the wire: those sent to a GID before the peer announced it (a VLAN's,
+# made a moment before).
+LINK_WIRE_SHARE = 0.01
 
 DESCRIPTIONS = {
     'setup': 'each side\'s device up on the wire (10.77.0.1 and 10.77.0.2), '
@@ -65,6 +79,10 @@ DESCRIPTIONS = {
                 'every block back checked',
     'wire_counters': 'each side\'s device counted RoCE packets sent and received (rdma '
                      'statistic); qrdma dropped none for its headers or ICRC',
+    'link_up': 'the same-host link is up on both sides (QOM link-up)',
+    'link_counters': 'the tests\' RDMA took the link: each side sent and received over it '
+                     '(link-pkts-sent, link-pkts-rcvd), still up, no link error, and at most '
+                     f'{LINK_WIRE_SHARE:.0%} of its RoCE packets on the wire',
     'faults_met': 'behind the impairing relay: the transports met its faults (duplicates, '
                   'out-of-sequence requests, NAKs, retransmits or ICRC drops counted)',
     'device_down': 'each side\'s device goes away (rmmod qrdma, rdma link delete rxe0)',
@@ -77,7 +95,8 @@ DESCRIPTIONS = {
 BOTH = ('ping', 'wire_counters', 'faults_met', 'device_down', 'pair_dmesg_clean')
 NVME = ('nvme', 'nvme_fio')
 # Steps that run even after the fuse blew, and do not count towards it.
-ALWAYS = ('setup', 'ping', 'wire_counters', 'device_down', 'pair_dmesg_clean')
+ALWAYS = ('setup', 'link_up', 'ping', 'wire_counters', 'link_counters', 'device_down',
+          'pair_dmesg_clean')
 # Each test's TCP or rdma_cm port: this and its step's number.
 PORT_BASE = 18000
 # What A's half may take to say its server listens (an IPv6 neighbour
@@ -108,7 +127,8 @@ class WireSteps:
     checks.  A subclass with PairTest names the kinds; RELAY for a run
     behind the relay, which adds faults_met; SETTINGS, variables of the
     guest halves (PP_ITERS, BW_ITERS, LAT_ITERS, FIO_SIZE), each of which
-    QRDMA_NAME in the environment overrides."""
+    QRDMA_NAME in the environment overrides; LINK for a pair joined by the
+    same-host link too, which adds link_up and link_counters."""
 
     NAME = 'wire'
     SCRIPT = 'tests/vm/wire-pair.sh'
@@ -129,11 +149,13 @@ class WireSteps:
         unknown = [t for t in tests if t not in ALL_TESTS]
         if unknown:
             raise ValueError(f'no such wire test: {", ".join(unknown)}')
-        steps = ['setup', 'ping', *tests]
+        steps = ['setup', *(['link_up'] if cls.LINK else []), 'ping', *tests]
         # The counters move only if some RDMA test ran, and the relay's
         # faults are met only then.
         if tests:
             steps.append('wire_counters')
+            if cls.LINK:
+                steps.append('link_counters')
             if cls.RELAY:
                 steps.append('faults_met')
         steps += ['device_down', 'pair_dmesg_clean']
@@ -168,6 +190,12 @@ class WireSteps:
         try:
             if name == 'setup':
                 self.boot_and_trade()
+            elif name == 'link_up':
+                self.need_setup()
+                self.link_up()
+            elif name == 'link_counters':
+                self.need_setup()
+                self.link_counters()
             elif name in BOTH:
                 if name not in ('device_down', 'pair_dmesg_clean'):
                     self.need_setup()
@@ -191,6 +219,41 @@ class WireSteps:
         pass."""
         self._verdict(*self.server_client_halves(f't_{name}', timeout=HALF_TIMEOUT,
                                                  serving_timeout=SERVING_TIMEOUT))
+
+    def link_up(self):
+        """The link up on both sides, as it should be once both QEMUs run."""
+        took = self.wait_link()
+        self.info(f'the link is up on both sides ({took:.1f} s after asking)')
+        for role in ROLES:
+            self.info(self.link_summary(role)[0])
+
+    def link_counters(self):
+        """Each side's link carried its RDMA, and the wire next to none."""
+        problems = []
+        for role in ROLES:
+            line, state = self.link_summary(role)
+            self.info(line)
+            # pkts-sent counts what the link could not take too.
+            wire = {'sent': (state['pkts-sent'] - state['link-pkts-sent'] -
+                             state['link-tx-dropped']),
+                    'rcvd': state['pkts-rcvd'] - state['link-pkts-rcvd']}
+            for way, count in wire.items():
+                self.figures.append((self.step_name, f'{role} link-pkts-{way}',
+                                     str(state[f'link-pkts-{way}'])))
+                self.figures.append((self.step_name, f'{role} wire pkts-{way}', str(count)))
+                if state[f'link-pkts-{way}'] == 0:
+                    problems.append(f'{role.upper()}: link-pkts-{way} 0: nothing took the link')
+                if count > LINK_WIRE_SHARE * state[f'pkts-{way}']:
+                    problems.append(f'{role.upper()}: {count} of pkts-{way} '
+                                    f'{state[f"pkts-{way}"]} took the wire')
+            self.info(f'{role.upper()}: on the wire: {wire["sent"]} RoCE packets sent, '
+                      f'{wire["rcvd"]} received')
+            if not state['link-up']:
+                problems.append(f'{role.upper()}: the link is down')
+            if state['link-errors']:
+                problems.append(f'{role.upper()}: link-errors {state["link-errors"]}')
+        if problems:
+            self.fail('\n'.join(problems))
 
     def nvme(self, name):
         """NVMe over RDMA: A's target up, t_NAME in B, A's target down."""
@@ -216,6 +279,13 @@ class WireQrdmaRxe(WireSteps, PairTest):
 class WireRxeQrdma(WireSteps, PairTest):
     """A rxe, B qrdma."""
     KINDS = ('rxe', 'qrdma')
+
+
+class LinkQrdmaQrdma(WireSteps, PairTest):
+    """Both ends qrdma, joined by the same-host link as well as the wire."""
+    NAME = 'link'
+    KINDS = ('qrdma', 'qrdma')
+    LINK = True
 
 
 class WireRxeRxe(WireSteps, PairTest):

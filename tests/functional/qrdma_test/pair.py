@@ -24,6 +24,18 @@ the agent (Pair.call): bash sources tests/vm/lib-qrdma.sh, lib-pair.sh
 one side's device_up found out (device, GID index, netdev, MAC) the host
 passes to every later call on either side as PAIR_* and PAIR_PEER_*
 variables, which lib-pair.sh's functions read.
+
+With link=True (both ends qrdma) the two devices are also joined by the
+same-host link: a socket chardev "rlink" on link.sock in the wire's
+directory, A's QEMU its server, B's the client, which retries every
+200 ms (so that either may start first, and a B started again finds A),
+each device given link=rlink.  RoCE packets for a GID the peer announced
+then go through the devices' shared-memory rings, the rest (and all of
+them while the link is down) on the wire; ARP and IP stay on the wire.
+Every life of a VM gets the same chardev.  The link does not migrate, so
+such a pair does not either.  device_prop reads a property of a role's
+device (id rdma0) through QMP, link_state the link's, and wait_link
+waits for link-up to be true (or false) on the roles it names.
 """
 
 import logging
@@ -51,6 +63,15 @@ GUEST_LIBS = ('tests/vm/lib-qrdma.sh', 'tests/vm/lib-pair.sh')
 # pair_device_info), and the variables the host makes of it.
 DEVICE_INFO = {'dev': 'DEV', 'gid_index': 'GID_INDEX', 'netdev': 'NETDEV',
                'mac': 'MAC'}
+# A qrdma end's device in QOM, and its link's chardev.
+DEVICE_PATH = '/machine/peripheral/rdma0'
+LINK_CHARDEV = 'rlink'
+# The device's properties of the same-host link, and its packet counters
+# (which count the link's packets too).
+LINK_PROPS = ('link-up', 'link-ups', 'link-pkts-sent', 'link-pkts-rcvd',
+              'link-tx-dropped', 'link-errors', 'pkts-sent', 'pkts-rcvd')
+# How often wait_link asks.
+LINK_POLL_S = 0.1
 
 
 def _number(role):
@@ -165,6 +186,17 @@ class Wire:
                                   [f'{self.dir}/relay-{r}.sock={self.dir}/{r}.sock'
                                    for r in ROLES], duration, self.stats)
 
+    def link_chardev(self, role):
+        """role's end of the same-host link, as a -chardev spec: A listens
+        on link.sock, B connects to it.  A's QEMU does not wait for B
+        (wait=off), and B's tries again every 200 ms until A listens, and
+        again after A's end closed: neither has to start first, and a B
+        started again finds A."""
+        path = self.dir / 'link.sock'
+        if role == 'a':
+            return f'socket,id={LINK_CHARDEV},path={path},server=on,wait=off'
+        return f'socket,id={LINK_CHARDEV},path={path},reconnect-ms=200'
+
     def close(self):
         """The relay stopped (its counts written), the sockets gone."""
         stop_relay(self._relay)
@@ -178,13 +210,17 @@ class Pair:
     again: NAME-b.life2.log), each guest's /qrdma/out in
     build/vm-out/NAME/a/ and b/.  smp, mem and append (the end of both
     kernel command lines) as run-vm's; relay: the relay's options, or
-    None for a plain wire."""
+    None for a plain wire; link: the two qrdma devices joined by the
+    same-host link too (see the head of this file)."""
 
     def __init__(self, name, kind_a, kind_b, *, relay=None, smp=1,
-                 mem='2G', append='', args=(), migratable=()):
+                 mem='2G', append='', args=(), migratable=(), link=False):
         for kind in (kind_a, kind_b):
             if kind not in KINDS:
                 raise ValueError(f'a kind is one of {KINDS}, not {kind!r}')
+        if link and (kind_a, kind_b) != ('qrdma', 'qrdma'):
+            raise ValueError(f'the link joins two qrdma devices, not {kind_a} and {kind_b}')
+        self.link = link
         self.name = name
         self.kinds = {'a': kind_a, 'b': kind_b}
         self.label = f'A={kind_a} B={kind_b}'
@@ -233,10 +269,13 @@ class Pair:
             options['ip'] = f'{self.wire.ip(role)}/24'
             args = []
         else:
+            device = f'qrdma,id=rdma0,bus=rp0,netdev=wire,mac={self.wire.mac(role)}'
             args = ['-device', 'pcie-root-port,id=rp0,bus=pcie.0,chassis=1',
-                    '-netdev', self.wire.netdev(role, 'wire'),
-                    '-device', f'qrdma,id=rdma0,bus=rp0,netdev=wire,'
-                    f'mac={self.wire.mac(role)}']
+                    '-netdev', self.wire.netdev(role, 'wire')]
+            if self.link:
+                args += ['-chardev', self.wire.link_chardev(role)]
+                device += f',link={LINK_CHARDEV}'
+            args += ['-device', device]
         options['args'] = args + self.args
         return QrdmaVM(f'{self.name}-{role}{tag}', **options)
 
@@ -257,6 +296,10 @@ class Pair:
         to it once the migration has completed, the source stopped; what
         the peer sent meanwhile is lost, as on a real wire.  role's VM is
         the destination from then on.  The Migration."""
+        if self.link:
+            # The destination would be a second end on link.sock, which
+            # this harness does not arrange.
+            raise RuntimeError(f'{self.name}: a pair with the link does not migrate')
         netdev_id = 'net0' if self.kinds[role] == 'rxe' else 'wire'
         spec = self.wire.netdev(role, netdev_id, point=False)
 
@@ -281,6 +324,39 @@ class Pair:
         for role in ROLES:
             self.vms[role].wait_booted(max(timeout - (time.monotonic() - start), 1))
         return time.monotonic() - start
+
+    # --- the devices, through QMP ---------------------------------------------
+
+    def device_prop(self, role, prop):
+        """A QOM property of role's qrdma device (rdma0), read through its
+        QEMU's QMP."""
+        if self.kinds[role] != 'qrdma':
+            raise ValueError(f'{role.upper()} is {self.kinds[role]}: it has no qrdma device')
+        return self.vms[role].qom_get(DEVICE_PATH, prop)
+
+    def link_state(self, role):
+        """role's device's link properties and packet counters (LINK_PROPS),
+        by name."""
+        return {prop: self.device_prop(role, prop) for prop in LINK_PROPS}
+
+    def wait_link(self, want_up=True, roles=ROLES, timeout=30):
+        """Until link-up is want_up on each of roles: the seconds that took;
+        TimeoutError, with each side's link_state, if it is not within
+        timeout seconds."""
+        start = time.monotonic()
+        while True:
+            if all(self.device_prop(role, 'link-up') == want_up for role in roles):
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout:
+                states = '; '.join(f'{role.upper()}: {self.link_state(role)}'
+                                   for role in roles)
+                raise TimeoutError(f'link-up not {str(want_up).lower()} after {timeout} s: '
+                                   f'{states}')
+            time.sleep(LINK_POLL_S)
+
+    def wait_link_up(self, timeout=30):
+        """Until the link is up on both sides (wait_link)."""
+        return self.wait_link(True, ROLES, timeout)
 
     def close(self):
         """No VM and no relay left, whatever state they were in."""

@@ -44,6 +44,9 @@ SKIP = 77
 PAIR_SERVING = r'^# serving:'
 PAIR_AGAIN = r'^# again:'
 SERVER_TRIES = 3
+# Both ends' QEMUs connect their link within a second of each other's
+# start; this is plenty, under load too.
+LINK_TIMEOUT = 30
 
 
 def _harness_log(name):
@@ -104,7 +107,8 @@ class PairTest(QrdmaTest):
     and B's: qrdma or rxe), NAME (the run's is NAME-KA-KB, and
     QRDMA_RUN_SUFFIX's end if the environment has one) and SCRIPT (its
     guest side's shell functions, a file of the checkout); RELAY (the
-    relay's options), APPEND (both kernel command lines' end) if it wants
+    relay's options), APPEND (both kernel command lines' end), LINK (the
+    two qrdma devices joined by the same-host link too) if it wants
     them.
 
     The figures its guest halves give (pair_result) it keeps, under the
@@ -117,6 +121,7 @@ class PairTest(QrdmaTest):
     SCRIPT = None
     RELAY = None
     APPEND = ''
+    LINK = False
     # The roles whose VMs a step migrates.
     MIGRATABLE = ()
 
@@ -132,7 +137,7 @@ class PairTest(QrdmaTest):
         cls.log_path, handler = _harness_log(cls.run_name)
         cls.addClassCleanup(_close_harness_log, handler)
         cls.pair = Pair(cls.run_name, kind_a, kind_b, relay=cls.RELAY,
-                        append=cls.APPEND, migratable=cls.MIGRATABLE)
+                        append=cls.APPEND, migratable=cls.MIGRATABLE, link=cls.LINK)
         cls.addClassCleanup(cls._close_pair)
         cls.pair_ready = False
 
@@ -240,6 +245,28 @@ class PairTest(QrdmaTest):
                 self._diagnose(role, exc)
         self._verdict(*results)
         return results
+
+    # --- the same-host link ---------------------------------------------------------
+
+    def wait_link(self, want_up=True, roles=ROLES, timeout=LINK_TIMEOUT):
+        """link-up want_up on each of roles within timeout seconds
+        (Pair.wait_link), or the step fails: the seconds it took."""
+        try:
+            return self.pair.wait_link(want_up, roles, timeout)
+        except TimeoutError as exc:
+            return self.fail(str(exc))
+
+    def link_summary(self, role):
+        """role's link as a line of its QOM properties, and its
+        link_state."""
+        state = self.pair.link_state(role)
+        line = (f'{role.upper()}: link-up {str(state["link-up"]).lower()}, '
+                f'link-ups {state["link-ups"]}, '
+                f'link-pkts-sent {state["link-pkts-sent"]} of pkts-sent {state["pkts-sent"]}, '
+                f'link-pkts-rcvd {state["link-pkts-rcvd"]} of pkts-rcvd {state["pkts-rcvd"]}, '
+                f'link-tx-dropped {state["link-tx-dropped"]}, '
+                f'link-errors {state["link-errors"]}')
+        return line, state
 
     # --- a server in A and its client in B ---------------------------------------
 
