@@ -5,6 +5,7 @@ over the wire, A qrdma and B either kind:
 
     scripts/run-functional test_wire_peer_death.py PeerDeathQrdmaQrdma
     scripts/run-functional test_wire_peer_death.py PeerDeathQrdmaRxe
+    scripts/run-functional test_wire_peer_death.py PeerDeathLink
 
 The host boots A and B (qrdma_test.Pair), runs the guest halves of
 tests/vm/wire-peer-death.sh in them, and acts on B's VM itself, which
@@ -24,12 +25,24 @@ time its timeout and retry_cnt give, and everything the stream had is
 freed when the program exits; nvme-rdma reconnects to life 2 by itself
 and fio checks its blocks; the reset fails a stream the same way; and
 life 3 talks RDMA again.
+
+PeerDeathLink does the same between two qrdma devices joined by the
+same-host link as well as the wire (qrdma_test.Pair's link, B's QEMU the
+link's client): the link is up before the steps and the stream takes
+it; B's power cut takes the link down on A at once, and the stream's
+retries go on the wire, where nobody answers; B's second QEMU brings
+the link up again, which nvme-rdma's reconnect and fio then take, as
+life 3's pingpong does; and no side counted a link error.
 """
 
 import signal
 import time
 
 from qrdma_test import BOOT_TIMEOUT, PairTest, main
+from qrdma_test.pair import ROLES
+
+# A's end of the link sees B's QEMU go as its socket closes: at once.
+LINK_DOWN_TIMEOUT = 10
 
 
 class PeerDeathSteps:
@@ -41,8 +54,32 @@ class PeerDeathSteps:
     acted = None
 
     def test_01_setup(self):
-        """each side's device up on the wire, GID index and address traded"""
+        """each side's device up on the wire, GID index and address traded
+        (and the link up on both sides, with the link)"""
         self.boot_and_trade()
+        if self.LINK:
+            took = self.wait_link()
+            self.info(f'the link is up on both sides ({took:.1f} s after asking)')
+
+    def link_took(self, before, what):
+        """With the link: A's packets over it moved since before (its
+        link_state then), both ways: what the steps since did took it."""
+        if not self.LINK:
+            return
+        after = self.pair.link_state('a')
+        moved = {way: after[f'link-pkts-{way}'] - before[f'link-pkts-{way}']
+                 for way in ('sent', 'rcvd')}
+        self.info(f'A: {what} over the link: {moved["sent"]} packets sent, '
+                  f'{moved["rcvd"]} received')
+        if not all(moved.values()):
+            self.fail(f'{what} did not take the link: {self.link_summary("a")[0]}')
+
+    def link_down_on_a(self, what):
+        """With the link: A's link down, B's QEMU being gone."""
+        if not self.LINK:
+            return
+        took = self.wait_link(False, ('a',), LINK_DOWN_TIMEOUT)
+        self.info(f'A: link-up false {took:.1f} s after {what}')
 
     def test_02_ping(self):
         """ping across the wire both ways; each side's ARP entry has the
@@ -80,25 +117,48 @@ class PeerDeathSteps:
     def test_04_dead_peer(self):
         """B's VM killed (QMP quit) under a stream of SENDs: A's RC QP fails
         with RETRY_EXC_ERR within its timeout and retry_cnt, and all it had is
-        freed when the program exits"""
+        freed when the program exits (with the link: the stream took it, and
+        A's link is down once B's QEMU is gone)"""
         self.need_setup()
-        self.stream_until('quit', self.pair.b.power_cut)
+        before = self.pair.link_state('a') if self.LINK else None
+        self.stream_until('quit', self.cut_b)
+        self.link_took(before, 'the stream')
         # nvme-rdma saw it too: it is reconnecting.
         self.check('a', 'ctrl_goes_down', timeout=90)
 
+    def cut_b(self):
+        """B's power cut, and with the link, A's link down at once."""
+        self.pair.b.power_cut()
+        self.link_down_on_a('B\'s QEMU quit')
+
     def test_05_nvme_reconnect(self):
         """B's VM started again serves the same target: A's nvme-rdma
-        reconnects by itself, fio checks its blocks"""
+        reconnects by itself, fio checks its blocks (with the link: B's new
+        QEMU brings it up again, and the reconnect and fio take it)"""
         self.need_setup()
         # Whatever the last step did, B's first life ends here.
         self.pair.b.power_cut()
+        if self.LINK:
+            self.link_down_on_a('B\'s first life ended')
+            ups = self.pair.device_prop('a', 'link-ups')
         start = time.monotonic()
-        self.pair.launch('b').wait_booted(BOOT_TIMEOUT)
+        self.pair.launch('b')
+        if self.LINK:
+            # The QEMUs link up, whatever their guests do: before B's boots.
+            self.wait_link()
+            self.info(f'the link is up again {time.monotonic() - start:.1f} s after '
+                      'B\'s VM was started again')
+            if self.pair.device_prop('a', 'link-ups') != ups + 1:
+                self.fail(f'A\'s link came up {self.pair.device_prop("a", "link-ups")} '
+                          f'times, not {ups + 1}')
+        self.pair.b.wait_booted(BOOT_TIMEOUT)
         self.device_up_again('b')
+        before = self.pair.link_state('a') if self.LINK else None
         self.check('b', 'target_up', timeout=120)
         self.check('a', 'ctrl_comes_back', timeout=600)
         self.info(f'A: live again {time.monotonic() - start:.0f} s after B\'s VM '
                   'was started again (it boots meanwhile)')
+        self.link_took(before, 'the reconnect and fio')
 
     def test_06_reset_peer(self):
         """B's VM reset (QMP system_reset) under a stream of SENDs: A's RC QP
@@ -108,17 +168,22 @@ class PeerDeathSteps:
 
     def test_07_reset_back(self):
         """B, rebooted by the reset, brings its device up again: ping and
-        ibv_rc_pingpong -c with A"""
+        ibv_rc_pingpong -c with A (with the link: over it)"""
         self.need_setup()
         # Whatever the last step did, B's second life ends in a reset.
         if self.acted != 'system_reset':
             self.pair.b.reset()
         self.pair.b.wait_booted(BOOT_TIMEOUT)
         self.device_up_again('b')
+        before = None
+        if self.LINK:
+            self.wait_link()
+            before = self.pair.link_state('a')
         server = self.spawn('b', 'pingpong_server', timeout=90)
         self.check('b', 'pingpong_listens', timeout=60)
         self.check('a', 'pingpong_client', timeout=120)
         self.finish('b', server)
+        self.link_took(before, 'the pingpong')
 
     def test_08_nvme_down(self):
         """A's controller, whose target went with the reset, is removed"""
@@ -141,6 +206,31 @@ class PeerDeathQrdmaQrdma(PeerDeathSteps, PairTest):
 class PeerDeathQrdmaRxe(PeerDeathSteps, PairTest):
     """A qrdma, B rxe."""
     KINDS = ('qrdma', 'rxe')
+
+
+class PeerDeathLink(PeerDeathSteps, PairTest):
+    """Both ends qrdma, joined by the same-host link as well as the wire."""
+    NAME = 'link-peer-death'
+    KINDS = ('qrdma', 'qrdma')
+    LINK = True
+
+    def test_11_link_counters(self):
+        """no link error on either side, A's link up twice (once per QEMU
+        of B's), and up at the end"""
+        self.need_setup()
+        problems = []
+        for role in ROLES:
+            line, state = self.link_summary(role)
+            self.info(line)
+            if state['link-errors']:
+                problems.append(f'{role.upper()}: link-errors {state["link-errors"]}')
+            if not state['link-up']:
+                problems.append(f'{role.upper()}: the link is down')
+        ups = self.pair.device_prop('a', 'link-ups')
+        if ups != 2:
+            problems.append(f'A: link-ups {ups}, where B had two QEMUs')
+        if problems:
+            self.fail('\n'.join(problems))
 
 
 if __name__ == '__main__':
