@@ -20,6 +20,15 @@ average" in its default MiB/sec, latency its t_typical in usec.
 QRDMA_BENCH_TESTS (comma-separated) runs those tests only, QRDMA_BW_ITERS
 and QRDMA_LAT_ITERS set the iterations of the fixed-size runs, and
 QRDMA_BENCH_SWEEP (comma-separated bytes) the sizes of the sweep.
+
+BenchPairQrdmaLink measures two qrdma devices joined by the same-host
+link as well as the wire (qrdma_test.Pair's link; its run is
+bench-link-qrdma-qrdma): the link must be up before the runs (link_up),
+and each measurement has a figure "PROG SIZE B link", "ok" if both
+sides' link stayed up with no error and each sent over it meanwhile,
+"failed" and why otherwise, with the packets each sent over the link and
+on the wire; a measurement whose traffic did not take the link fails
+its step, whatever its figure.
 """
 
 import os
@@ -61,6 +70,10 @@ def describe(name):
             'runs each')
 
 
+# The counters of a side's link_state that keep_link compares.
+LINK_COUNTERS = ('link-pkts-sent', 'link-tx-dropped', 'link-errors', 'pkts-sent')
+
+
 def _counters(text):
     return dict(w.split('=', 1) for w in text.split() if '=' in w)
 
@@ -83,8 +96,10 @@ class BenchSteps:
         super().__init_subclass__(**kwargs)
         wanted = os.environ.get('QRDMA_BENCH_TESTS')
         tests = list(cls.TESTS) if wanted is None else [t for t in wanted.split(',') if t]
-        for number, name in enumerate(['setup', 'ping', *tests, 'pair_dmesg_clean'], 1):
-            if name not in ('setup', 'ping', 'pair_dmesg_clean', *ALL_TESTS):
+        steps = ['setup', *(['link_up'] if cls.LINK else []), 'ping', *tests,
+                 'pair_dmesg_clean']
+        for number, name in enumerate(steps, 1):
+            if name not in ('setup', 'link_up', 'ping', 'pair_dmesg_clean', *ALL_TESTS):
                 raise ValueError(f'no such bench test: {name}')
             setattr(cls, f'test_{number:02d}_{name}', cls._step(name))
 
@@ -94,6 +109,7 @@ class BenchSteps:
             self.run_step(name)
         step.__doc__ = {'setup': 'each side\'s device up on the wire, GID index and '
                                  'address traded',
+                        'link_up': 'the same-host link is up on both sides (QOM link-up)',
                         'ping': 'ping across the wire both ways',
                         'pair_dmesg_clean': 'dmesg on both sides has no WARNING/BUG/Oops/'
                                             'lockdep report or qrdma error'
@@ -108,7 +124,10 @@ class BenchSteps:
             self.check_both('t_pair_dmesg_clean', timeout=60)
             return
         self.need_setup()
-        if name == 'ping':
+        if name == 'link_up':
+            took = self.wait_link()
+            self.info(f'the link is up on both sides ({took:.1f} s after asking)')
+        elif name == 'ping':
             self.check_both('t_ping', timeout=120)
         elif name == 'sweep':
             failed = []
@@ -136,6 +155,7 @@ class BenchSteps:
         figure, every figure, and the recovery counters that moved, kept;
         what each failed run printed."""
         before = self.recovery()
+        link_before = self.link_states()
         values, unit, failed = [], '', []
         for _ in range(TRIES):
             type(self).runs += 1
@@ -151,6 +171,8 @@ class BenchSteps:
                 failed.append(f'--- {server.describe()}\n{server.output}\n'
                               f'--- {client.describe()}\n{client.output}')
         self.keep_recovery(f'{prog} {size} B', before, self.recovery())
+        if self.LINK:
+            failed += self.keep_link(f'{prog} {size} B', link_before, self.link_states())
         if values:
             median = statistics.median(float(v) for v in values)
             self.figures.append((self.step_name, f'{prog} {size} B {unit}', f'{median:g}'))
@@ -169,6 +191,31 @@ class BenchSteps:
                              if after[role].get(k) != v) or 'none'
             self.figures.append((self.step_name, f'{what} recovery {role}', moved))
             self.info(f'{role.upper()}: recovery: {moved}')
+
+    def link_states(self):
+        """Each side's link_state, with the link; else None."""
+        return {role: self.pair.link_state(role) for role in ROLES} if self.LINK else None
+
+    def keep_link(self, what, before, after):
+        """Whether the link carried what ran between before and after (each
+        side's link_state), as the figure "WHAT link": "ok" or "failed",
+        why, and the packets each side sent over the link and on the wire;
+        why not, if it did not."""
+        moved, why = [], []
+        for role in ROLES:
+            delta = {k: after[role][k] - before[role][k] for k in LINK_COUNTERS}
+            wire = delta['pkts-sent'] - delta['link-pkts-sent'] - delta['link-tx-dropped']
+            moved.append(f'{role}: link {delta["link-pkts-sent"]} wire {wire}')
+            if not after[role]['link-up']:
+                why.append(f'{role.upper()}\'s link down')
+            if delta['link-errors']:
+                why.append(f'{role.upper()} link-errors +{delta["link-errors"]}')
+            if not delta['link-pkts-sent']:
+                why.append(f'{role.upper()} sent nothing over the link')
+        value = ' '.join(['failed: ' + ', '.join(why) + ';' if why else 'ok', *moved])
+        self.figures.append((self.step_name, f'{what} link', value))
+        self.info(f'link: {value}')
+        return [f'{what}: the traffic did not take the link: {", ".join(why)}'] if why else []
 
     port = None
 
@@ -197,6 +244,13 @@ class BenchPairQrdmaRxe(BenchSteps, PairTest):
     """A qrdma server, an rxe client: what qrdma gains over a peer of rxe's."""
     NAME = 'bench-pair'
     KINDS = ('qrdma', 'rxe')
+
+
+class BenchPairQrdmaLink(BenchSteps, PairTest):
+    """Both ends qrdma, joined by the same-host link as well as the wire."""
+    NAME = 'bench-link'
+    KINDS = ('qrdma', 'qrdma')
+    LINK = True
 
 
 class BenchPairRxeRxe(BenchSteps, PairTest):
