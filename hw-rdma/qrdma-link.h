@@ -67,12 +67,13 @@ struct qrdma_link_hello {
 };
 
 /*
- * The ring.  128 slots of 64 KiB: a slot takes up to 64 KiB of one
- * message's packets (a burst, as the loopback fabric carries them), so a
- * message of up to 8 MiB is under way at once.
+ * The ring.  512 slots of 16 KiB: a slot takes up to 16 KiB of one
+ * message's packets (a burst, as the loopback fabric carries them), and
+ * a small message a slot of its own, so that a window of small messages
+ * fits as well as one of large ones.
  */
-#define QRDMA_LINK_SLOTS                128u
-#define QRDMA_LINK_SLOT_BYTES           (64u * 1024)
+#define QRDMA_LINK_SLOTS                512u
+#define QRDMA_LINK_SLOT_BYTES           (16u * 1024)
 
 /* Who writes what: each field on a cache line of its own. */
 struct qrdma_link_ring_hdr {

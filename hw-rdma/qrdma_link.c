@@ -49,12 +49,12 @@ QEMU_BUILD_BUG_ON(sizeof(struct qrdma_link_ring_hdr) > QRDMA_LINK_HDR_BYTES);
 
 /*
  * The slots kept for what answers the peer (ACKs, READ responses): the
- * requester stops at this many in use, so that an ACK does not find the
+ * requester stops with this many free, so that an ACK does not find the
  * ring full behind a window of requests.
  */
-#define QRDMA_LINK_RESERVE      32u
+#define QRDMA_LINK_RESERVE      128u
 /* Slots taken in one turn of the main loop: the rest in the bottom half. */
-#define QRDMA_LINK_RX_BUDGET    64u
+#define QRDMA_LINK_RX_BUDGET    128u
 /* How long the peer may leave our ring full before the link is cut. */
 #define QRDMA_LINK_STALL_MS     1000
 /* How long after a failure the link is offered again. */
@@ -466,6 +466,12 @@ static bool qrdma_link_peer_owns(const QrdmaLink *l, const uint8_t *gid)
     return false;
 }
 
+bool qrdma_link_carries(QrdmaCore *core, const uint8_t *gid)
+{
+    return core->link.state == QRDMA_LINK_UP &&
+           qrdma_link_peer_owns(&core->link, gid);
+}
+
 /* Slots of ours the peer has not taken yet. */
 static uint32_t qrdma_link_in_use(QrdmaLink *l)
 {
@@ -544,7 +550,7 @@ bool qrdma_link_route(QrdmaCore *core, QrdmaPkt *pkt)
     uint32_t per_slot = MAX(QRDMA_LINK_SLOT_BYTES / mtu, 1);
     uint32_t left = pkt->paylen, i, n;
 
-    if (l->state != QRDMA_LINK_UP || !qrdma_link_peer_owns(l, pkt->dgid)) {
+    if (!qrdma_link_carries(core, pkt->dgid)) {
         return false;
     }
     for (i = 0; i < pkt->npkts; i += n) {

@@ -73,6 +73,9 @@ void qrdma_link_unrealize(QrdmaCore *core);
  */
 bool qrdma_link_route(QrdmaCore *core, QrdmaPkt *pkt);
 
+/* Whether a packet for gid would take the link now. */
+bool qrdma_link_carries(QrdmaCore *core, const uint8_t *gid);
+
 /* Whether the peer has too much of ours untaken: send no more. */
 bool qrdma_link_busy(QrdmaCore *core);
 

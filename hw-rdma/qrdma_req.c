@@ -148,9 +148,23 @@ static uint8_t qrdma_req_ud_addr(QrdmaCore *core, QrdmaQp *qp,
 #define QRDMA_REQ_WINDOW 128
 #define QRDMA_REQ_WINDOW_BYTES (128 * KiB)
 
-static uint32_t qrdma_req_window(const QrdmaQp *qp)
+/*
+ * Over the same-host link the responder is another qrdma, nothing is lost
+ * on the way, and a round trip crosses two main loops, each woken by the
+ * other: a window of 128 KiB would leave the link idle for most of each
+ * round trip.
+ */
+#define QRDMA_REQ_LINK_WINDOW 256
+#define QRDMA_REQ_LINK_WINDOW_BYTES (1 * MiB)
+
+static uint32_t qrdma_req_window(QrdmaCore *core, const QrdmaQp *qp)
 {
-    return MIN(QRDMA_REQ_WINDOW, QRDMA_REQ_WINDOW_BYTES / qrdma_qp_mtu(qp));
+    uint32_t mtu = qrdma_qp_mtu(qp);
+
+    if (qrdma_link_carries(core, qp->attr.av.dgid)) {
+        return MIN(QRDMA_REQ_LINK_WINDOW, QRDMA_REQ_LINK_WINDOW_BYTES / mtu);
+    }
+    return MIN(QRDMA_REQ_WINDOW, QRDMA_REQ_WINDOW_BYTES / mtu);
 }
 
 /*
@@ -163,12 +177,13 @@ static uint32_t qrdma_req_window(const QrdmaQp *qp)
  */
 #define QRDMA_REQ_ACK_EVERY 64
 
-static bool qrdma_req_ack_req(QrdmaQp *qp, const QrdmaWqeCache *c, bool last,
+static bool qrdma_req_ack_req(QrdmaCore *core, QrdmaQp *qp,
+                              const QrdmaWqeCache *c, bool last,
                               uint32_t npkts)
 {
     qp->req.unacked += npkts;
     if (qp->req.unacked >= MIN(QRDMA_REQ_ACK_EVERY,
-                               qrdma_req_window(qp) / 2) ||
+                               qrdma_req_window(core, qp) / 2) ||
         (last && (qp->sq_sig_all || (c->wqe.flags & QRDMA_WQE_F_SIGNALED) ||
                   qp->req.idx + 1 == qp->sq_pi || qp->req.ack_all))) {
         qp->req.unacked = 0;
@@ -249,19 +264,20 @@ static uint32_t qrdma_req_unacked(const QrdmaQp *qp)
     return MAX(qrdma_psn_diff(qp->req.psn, qp->comp.acked), 0);
 }
 
-static bool qrdma_req_window_full(const QrdmaQp *qp)
+static bool qrdma_req_window_full(QrdmaCore *core, const QrdmaQp *qp)
 {
     return qp->type == QRDMA_QPT_RC &&
-           qrdma_req_unacked(qp) >= qrdma_req_window(qp);
+           qrdma_req_unacked(qp) >= qrdma_req_window(core, qp);
 }
 
 /* The payload bytes the window has room for now (at least a packet's). */
-static uint64_t qrdma_req_window_room(const QrdmaQp *qp, uint32_t mtu)
+static uint64_t qrdma_req_window_room(QrdmaCore *core, const QrdmaQp *qp,
+                                      uint32_t mtu)
 {
     if (qp->type != QRDMA_QPT_RC) {
         return UINT64_MAX;
     }
-    return (uint64_t)MAX((int32_t)qrdma_req_window(qp) -
+    return (uint64_t)MAX((int32_t)qrdma_req_window(core, qp) -
                          (int32_t)qrdma_req_unacked(qp), 1) * mtu;
 }
 
@@ -299,7 +315,7 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
                    wqe->opcode != QRDMA_WR_FLUSH) {
             paylen = qrdma_req_burst(core, left, mtu,
                                      MIN(*bytes,
-                                         qrdma_req_window_room(qp, mtu)));
+                                         qrdma_req_window_room(core, qp, mtu)));
             last = paylen == left;
             pkt.npkts = paylen ? DIV_ROUND_UP(paylen, mtu) : 1;
             psns = pkt.npkts;
@@ -315,7 +331,7 @@ static bool qrdma_req_packet(QrdmaCore *core, QrdmaQp *qp, QrdmaWqeCache *c,
     pkt.pkey = 0xffff;
     pkt.psn = qp->req.psn;
     pkt.ack_req = qp->type == QRDMA_QPT_RC &&
-                  qrdma_req_ack_req(qp, c, last, pkt.npkts);
+                  qrdma_req_ack_req(core, qp, c, last, pkt.npkts);
     pkt.solicited = last && (wqe->flags & QRDMA_WQE_F_SOLICITED);
     if (first || last) {
         qrdma_req_ext(wqe, c->len, &pkt);
@@ -456,7 +472,7 @@ static void qrdma_req_turn(QrdmaCore *core, QrdmaQp *qp, uint32_t budget,
             /* As many in flight as the completer keeps: it calls again. */
             qp->req.waiting = true;
             break;
-        } else if (qrdma_req_window_full(qp)) {
+        } else if (qrdma_req_window_full(core, qp)) {
             /* The completer calls again as ACKs come. */
             qp->req.waiting = true;
             break;
