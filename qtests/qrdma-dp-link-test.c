@@ -126,6 +126,7 @@ static void link_expect_up(QrdmaT *t, bool want)
 
 static const uint8_t gid15[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 };
 static const uint8_t gid16[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 16 };
+static const uint8_t gid_group[16] = { 0xff };
 
 static void test_link_rc(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -382,7 +383,8 @@ static int peer_ring_fd(uint64_t size, bool sealed)
     return fd;
 }
 
-static void peer_hello_with(LinkPeer *p, int ring_fd, int nfds)
+/* A good HELLO of ours, announcing ::ffff:10.0.2.16, with nfds of fds. */
+static void peer_send_hello(LinkPeer *p, int *fds, int nfds)
 {
     struct qrdma_link_hello h = {
         .magic = QRDMA_LINK_MAGIC,
@@ -392,24 +394,22 @@ static void peer_hello_with(LinkPeer *p, int ring_fd, int nfds)
         .ring_bytes = QRDMA_LINK_RING_BYTES,
         .gids = { .valid = 1 },
     };
-    int fds[2] = { ring_fd, eventfd(0, EFD_NONBLOCK) };
 
     memcpy(h.gids.gid[0], gid16, 16);
     peer_send(p, QRDMA_LINK_MSG_HELLO, &h, sizeof(h), fds, nfds);
+}
+
+static void peer_hello_with(LinkPeer *p, int ring_fd, int nfds)
+{
+    int fds[2] = { ring_fd, eventfd(0, EFD_NONBLOCK) };
+
+    peer_send_hello(p, fds, nfds);
     close(fds[1]);
 }
 
 /* Our HELLO with a good new ring, mapped, and our eventfd. */
 static void peer_hello(LinkPeer *p)
 {
-    struct qrdma_link_hello h = {
-        .magic = QRDMA_LINK_MAGIC,
-        .version = QRDMA_LINK_VERSION,
-        .slots = QRDMA_LINK_SLOTS,
-        .slot_bytes = QRDMA_LINK_SLOT_BYTES,
-        .ring_bytes = QRDMA_LINK_RING_BYTES,
-        .gids = { .valid = 1 },
-    };
     int fds[2];
 
     if (p->ring) {
@@ -423,10 +423,9 @@ static void peer_hello(LinkPeer *p)
     g_assert_true(p->ring != MAP_FAILED);
     p->kick = eventfd(0, EFD_NONBLOCK);
     p->prod = p->cons = 0;
-    memcpy(h.gids.gid[0], gid16, 16);
     fds[0] = p->ring_fd;
     fds[1] = p->kick;
-    peer_send(p, QRDMA_LINK_MSG_HELLO, &h, sizeof(h), fds, 2);
+    peer_send_hello(p, fds, 2);
 }
 
 static void peer_close(LinkPeer *p)
@@ -457,6 +456,20 @@ static struct qrdma_link_desc *peer_desc(LinkPeer *p, uint32_t idx)
 {
     return (struct qrdma_link_desc *)(p->ring + QRDMA_LINK_DESC_OFFSET) +
            idx % QRDMA_LINK_SLOTS;
+}
+
+/* Slot idx of our ring, cleared: npkts packets of opcode for dgid. */
+static struct qrdma_link_desc *peer_desc_new(LinkPeer *p, uint32_t idx,
+                                             uint32_t npkts, uint8_t opcode,
+                                             const uint8_t *dgid)
+{
+    struct qrdma_link_desc *d = peer_desc(p, idx);
+
+    memset(d, 0, sizeof(*d));
+    d->npkts = npkts;
+    d->opcode = opcode;
+    memcpy(d->dgid, dgid, 16);
+    return d;
 }
 
 /* Publish our ring's producer index, and wake the device. */
@@ -558,40 +571,25 @@ static void test_link_hostile(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-ups"), >=, 1);
 
     /* a descriptor of no packets */
-    d = peer_desc(&p, 0);
-    memset(d, 0, sizeof(*d));
-    d->opcode = OP_RC_SEND_ONLY;
-    memcpy(d->dgid, gid15, 16);
+    peer_desc_new(&p, 0, 0, OP_RC_SEND_ONLY, gid15);
     peer_publish(&p, 1);
     peer_after_error(&p, &e, errors++);
 
     /* a payload larger than a slot */
-    d = peer_desc(&p, 0);
-    memset(d, 0, sizeof(*d));
-    d->npkts = 1;
+    d = peer_desc_new(&p, 0, 1, OP_RC_SEND_ONLY, gid15);
     d->paylen = QRDMA_LINK_SLOT_BYTES + 1;
-    d->opcode = OP_RC_SEND_ONLY;
-    memcpy(d->dgid, gid15, 16);
     peer_publish(&p, 1);
     peer_after_error(&p, &e, errors++);
 
     /* a burst whose opcodes are of two messages */
-    d = peer_desc(&p, 0);
-    memset(d, 0, sizeof(*d));
-    d->npkts = 2;
+    d = peer_desc_new(&p, 0, 2, OP_RC_WRITE_FIRST, gid15);
     d->paylen = 2048;
-    d->opcode = OP_RC_WRITE_FIRST;
     d->last_opcode = OP_RC_SEND_LAST;
-    memcpy(d->dgid, gid15, 16);
     peer_publish(&p, 1);
     peer_after_error(&p, &e, errors++);
 
     /* a packet for a group */
-    d = peer_desc(&p, 0);
-    memset(d, 0, sizeof(*d));
-    d->npkts = 1;
-    d->opcode = OP_UD_SEND_ONLY;
-    d->dgid[0] = 0xff;
+    peer_desc_new(&p, 0, 1, OP_UD_SEND_ONLY, gid_group);
     peer_publish(&p, 1);
     peer_after_error(&p, &e, errors++);
 
@@ -600,17 +598,9 @@ static void test_link_hostile(void *obj, void *data, QGuestAllocator *alloc)
     peer_after_error(&p, &e, errors++);
 
     /* an unknown opcode, after good packets for no QP, which are dropped */
-    d = peer_desc(&p, 0);
-    memset(d, 0, sizeof(*d));
-    d->npkts = 1;
-    d->opcode = OP_RC_SEND_ONLY;
+    d = peer_desc_new(&p, 0, 1, OP_RC_SEND_ONLY, gid15);
     d->dqpn = 0x777;
-    memcpy(d->dgid, gid15, 16);
-    d = peer_desc(&p, 1);
-    memset(d, 0, sizeof(*d));
-    d->npkts = 1;
-    d->opcode = 0x1e;
-    memcpy(d->dgid, gid15, 16);
+    peer_desc_new(&p, 1, 1, 0x1e, gid15);
     peer_publish(&p, 2);
     peer_after_error(&p, &e, errors++);
 
@@ -691,17 +681,13 @@ static void test_link_peer_hangs(void *obj, void *data,
     g_assert_cmpmem(d.dgid, 16, gid16, 16);
     g_assert_cmpmem(payload, d.paylen, "over the link", 14);
 
-    ack = peer_desc(&p, 0);
-    memset(ack, 0, sizeof(*ack));
-    ack->npkts = 1;
-    ack->opcode = OP_RC_ACK;
+    ack = peer_desc_new(&p, 0, 1, OP_RC_ACK, gid15);
     ack->dqpn = a.qpn;
     ack->psn = d.psn;
     ack->syndrome = AETH_ACK_NO_CREDITS;
     ack->msn = 1;
     ack->vlan_id = d.vlan_id;
     memcpy(ack->sgid, gid16, 16);
-    memcpy(ack->dgid, gid15, 16);
     peer_publish(&p, 1);
     qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
                         QRDMA_WC_SUCCESS);
