@@ -21,6 +21,16 @@
  * GIDs the sender answers to; BYE that it has let go of the peer's ring
  * and made its own unused, until its next HELLO.
  *
+ * In the one-copy mode (-device qrdma,link-share-ram=on on the sender),
+ * each HELLO is followed by a RAM message for each of the sender's guest
+ * RAM blocks that is a memfd sealed against shrinking, with that memfd
+ * (SCM_RIGHTS).  The receiver maps it read-only and answers RAM_ACK;
+ * from then on the payload of an RC SEND or WRITE request may stay in
+ * the sender's guest RAM, named by extents in its slot, for the receiver
+ * to copy straight into its own guest.  Which of its guest's RAM the
+ * sender lets the peer read is the sender's choice: the receiver checks
+ * only that each extent lies in RAM it was given in this session.
+ *
  * The data channel is the two rings.  Each side writes only its own
  * memfd: the packets it sends, how far it has taken the peer's packets,
  * and whether it waits to be woken.  A packet for the peer goes in the
@@ -34,12 +44,14 @@
 #define HW_RDMA_QRDMA_LINK_PROTO_H
 
 #define QRDMA_LINK_MAGIC                0x4c445251u     /* "QRDL" */
-#define QRDMA_LINK_VERSION              1
+#define QRDMA_LINK_VERSION              2
 
 enum qrdma_link_msg_type {
     QRDMA_LINK_MSG_HELLO = 1,
     QRDMA_LINK_MSG_GIDS = 2,
     QRDMA_LINK_MSG_BYE = 3,
+    QRDMA_LINK_MSG_RAM = 4,
+    QRDMA_LINK_MSG_RAM_ACK = 5,
 };
 
 struct qrdma_link_msg {
@@ -66,6 +78,28 @@ struct qrdma_link_hello {
     struct qrdma_link_gids gids;
 };
 
+/* The guest RAM a sender may share, in so many memfds at most. */
+#define QRDMA_LINK_RAM_REGIONS          8
+
+/*
+ * A memfd of the sender's guest RAM (with the message, SCM_RIGHTS), bytes
+ * long from offset 0, that extents of the session of its HELLO number
+ * epoch may name as RAM id.
+ */
+struct qrdma_link_ram {
+    uint32_t id;                        /* < QRDMA_LINK_RAM_REGIONS */
+    uint32_t epoch;
+    uint64_t bytes;
+};
+
+/* The receiver mapped RAM id of session epoch (mapped 1), or cannot. */
+struct qrdma_link_ram_ack {
+    uint32_t id;
+    uint32_t epoch;
+    uint32_t mapped;
+    uint32_t rsvd;
+};
+
 /*
  * The ring.  512 slots of 16 KiB: a slot takes up to 16 KiB of one
  * message's packets (a burst, as the loopback fabric carries them), and
@@ -89,10 +123,18 @@ struct qrdma_link_ring_hdr {
     /* 1: this side waits to be woken when the peer frees slots of its. */
     uint32_t tx_wait;
     uint8_t rsvd3[60];
+    /*
+     * 1: the guest RAM this side's extents name is no longer to be read
+     * (it let go of this ring with some untaken); the packets are lost.
+     */
+    uint32_t ram_revoked;
+    uint8_t rsvd4[60];
 };
 
 #define QRDMA_LINK_DESC_SOLICITED       (1u << 0)
 #define QRDMA_LINK_DESC_ACK_REQ         (1u << 1)
+/* The slot holds extents of the sender's guest RAM, not the payload. */
+#define QRDMA_LINK_DESC_EXTENTS         (1u << 2)
 
 /*
  * A slot's packet, or burst of npkts packets of one message with
@@ -129,6 +171,27 @@ struct qrdma_link_desc {
     uint8_t sgid[16];
     uint8_t dgid[16];
 };
+
+/*
+ * The slot of a descriptor with QRDMA_LINK_DESC_EXTENTS: the payload's
+ * paylen bytes are, in order, the n pieces of the sender's guest RAM
+ * (RAM id, from byte offset of its memfd).  Such a burst is of an RC
+ * SEND or WRITE request, up to QRDMA_LINK_EXTENT_PKTS packets.
+ */
+struct qrdma_link_extent {
+    uint32_t ram;
+    uint32_t len;
+    uint64_t offset;
+};
+
+struct qrdma_link_extents {
+    uint32_t n;
+    uint32_t rsvd;
+    struct qrdma_link_extent e[];
+};
+
+#define QRDMA_LINK_EXTENTS_MAX          ((QRDMA_LINK_SLOT_BYTES - 8) / 16)
+#define QRDMA_LINK_EXTENT_PKTS          256u
 
 #define QRDMA_LINK_HDR_BYTES            4096u
 #define QRDMA_LINK_DESC_OFFSET          QRDMA_LINK_HDR_BYTES

@@ -33,14 +33,6 @@
 typedef const void QrdmaClassData;
 #else
 typedef void QrdmaClassData;
-/*
- * The front end of a chardev is a CharFrontend in QEMU 10.2, a
- * CharBackend before ("chardev: rename CharBackend to CharFrontend").
- */
-#if !QRDMA_QEMU_AT_LEAST(10, 2)
-typedef CharBackend CharFrontend;
-#endif
-
 #endif
 
 /*
@@ -49,6 +41,17 @@ typedef CharBackend CharFrontend;
  */
 #if !QRDMA_QEMU_AT_LEAST(10, 2)
 typedef CharBackend CharFrontend;
+#endif
+
+/*
+ * Where a RAM block starts in its file: qemu_ram_get_fd_offset() in QEMU
+ * 10.2, RAMBlock's field before, when RAMBlock was in "exec/ramblock.h".
+ */
+#if QRDMA_QEMU_AT_LEAST(10, 2)
+#define qrdma_ram_fd_offset(rb) qemu_ram_get_fd_offset(rb)
+#else
+#include "exec/ramblock.h"
+#define qrdma_ram_fd_offset(rb) ((rb)->fd_offset)
 #endif
 
 #endif

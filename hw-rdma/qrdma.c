@@ -346,6 +346,7 @@ static const VMStateDescription qrdma_vmstate = {
 static const Property qrdma_properties[] = {
     DEFINE_NIC_PROPERTIES(QrdmaState, core.eth.conf),
     DEFINE_PROP_CHR("link", QrdmaState, core.link.chr),
+    DEFINE_PROP_BOOL("link-share-ram", QrdmaState, core.link.share_ram, false),
     DEFINE_PROP_LINK("fabric", QrdmaState, core.fabric_link,
                      TYPE_QRDMA_FABRIC, QrdmaFabric *),
     DEFINE_PROP_UINT16("msix-vectors", QrdmaState, core.msix_vectors,
@@ -413,6 +414,7 @@ static const struct {
     { "link-tx-dropped", offsetof(QrdmaCounters, link_tx_dropped) },
     { "link-errors", offsetof(QrdmaCounters, link_errors) },
     { "link-ups", offsetof(QrdmaCounters, link_ups) },
+    { "link-pkts-one-copy", offsetof(QrdmaCounters, link_pkts_one_copy) },
 };
 
 static void qrdma_get_resources(Object *obj, Visitor *v, const char *name,
@@ -429,6 +431,13 @@ static bool qrdma_get_link_up(Object *obj, Error **errp)
     return QRDMA(obj)->core.link.state == QRDMA_LINK_UP;
 }
 
+static bool qrdma_get_link_one_copy(Object *obj, Error **errp)
+{
+    QrdmaLink *l = &QRDMA(obj)->core.link;
+
+    return l->state == QRDMA_LINK_UP && l->one_copy;
+}
+
 static void qrdma_instance_init(Object *obj)
 {
     QrdmaState *s = QRDMA(obj);
@@ -443,6 +452,8 @@ static void qrdma_instance_init(Object *obj)
     object_property_add(obj, "resources", "uint32", qrdma_get_resources,
                         NULL, NULL, NULL);
     object_property_add_bool(obj, "link-up", qrdma_get_link_up, NULL);
+    object_property_add_bool(obj, "link-one-copy", qrdma_get_link_one_copy,
+                             NULL);
 }
 
 static void qrdma_class_init(ObjectClass *klass, QrdmaClassData *data)

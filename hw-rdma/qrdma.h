@@ -481,6 +481,7 @@ typedef struct QrdmaCounters {
     uint64_t link_tx_dropped;           /* its ring full */
     uint64_t link_errors;               /* the peer broke a rule, or hung */
     uint64_t link_ups;
+    uint64_t link_pkts_one_copy;        /* sent: the peer read guest RAM */
 } QrdmaCounters;
 
 /* A UD packet lately taken from the wire: see qrdma_wire_ud_seen(). */

@@ -410,6 +410,13 @@ void qrdma_cmdq_process(void *opaque)
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY) || !core->running) {
         return;
     }
+    /*
+     * A command may let the guest reuse memory (an MR deregistered):
+     * the link's peer first takes what it may still read of it.
+     */
+    if (q->ci != q->pi && !qrdma_link_fence(core)) {
+        return;
+    }
     qrdma_dp_drain(core);
 
     while (q->ci != q->pi && budget--) {
@@ -460,6 +467,7 @@ void qrdma_cmdq_process(void *opaque)
         q->ci++;
         completed = true;
     }
+    qrdma_link_fence_done(core);
 
     if (!(core->dev_status & QRDMA_DEV_STATUS_READY)) {
         return;

@@ -26,14 +26,28 @@
  * into the sender's ring, then out of it into the receiver's guest, so
  * that each QEMU only ever reads the peer's ring and writes its own
  * guest's memory.
+ *
+ * Unless the sender shares its guest's RAM (link-share-ram=on, on RAM
+ * that is a sealed memfd): then the payload of an RC SEND or WRITE
+ * request stays where the guest put it, its slot naming it by extents,
+ * and crosses once, when the receiver copies it into its own guest
+ * after its own checks (rkey, receive WQE).  Such a request completes
+ * only once the peer has ACKed it, so after its copy; what else lets
+ * the guest reuse memory a slot may name (its commands: deregistering
+ * an MR, destroying a QP; a reset) waits for the peer to take the slot
+ * first, or takes the RAM back (ram_revoked) and the link down.
  */
 
 #include "qemu/osdep.h"
 #include <sys/mman.h>
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/memfd.h"
+#include "exec/cpu-common.h"
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include "chardev/char-fe.h"
 #include "migration/misc.h"
 #include "qrdma.h"
@@ -59,6 +73,8 @@ QEMU_BUILD_BUG_ON(sizeof(struct qrdma_link_ring_hdr) > QRDMA_LINK_HDR_BYTES);
 #define QRDMA_LINK_STALL_MS     1000
 /* How long after a failure the link is offered again. */
 #define QRDMA_LINK_RETRY_MS     1000
+/* The least payload the peer is better off copying from our RAM. */
+#define QRDMA_LINK_ONE_COPY_MIN 4096u
 
 static struct qrdma_link_ring_hdr *qrdma_link_hdr(QrdmaLink *l)
 {
@@ -154,6 +170,7 @@ static bool qrdma_link_new_ring(QrdmaLink *l)
 static void qrdma_link_drop_rings(QrdmaLink *l)
 {
     QrdmaCore *core = l->core;
+    unsigned i;
 
     if (l->state == QRDMA_LINK_UP) {
         trace_qrdma_link_down();
@@ -170,15 +187,103 @@ static void qrdma_link_drop_rings(QrdmaLink *l)
         l->peer_kick_fd = -1;
     }
     if (l->ring) {
+        /*
+         * The peer may have yet to hear that we let go: nothing our
+         * slots name is to be read now, as the guest may reuse it.
+         */
+        qatomic_store_release(&qrdma_link_hdr(l)->ram_revoked, 1);
+        if (l->extents_out) {
+            trace_qrdma_link_revoked(l->extents_prod);
+        }
         munmap(l->ring, QRDMA_LINK_RING_BYTES);
         l->ring = NULL;
         close(l->ring_fd);
         l->ring_fd = -1;
     }
+    for (i = 0; i < QRDMA_LINK_RAM_REGIONS; i++) {
+        if (l->peer_ram[i]) {
+            munmap((void *)l->peer_ram[i], l->peer_ram_bytes[i]);
+            l->peer_ram[i] = NULL;
+        }
+    }
+    l->nram = 0;
+    l->one_copy = false;
+    l->extents_out = false;
+    if (l->fencing) {
+        l->fencing = false;
+        timer_del(l->fence_timer);
+        qemu_bh_schedule(core->cmdq.bh);
+    }
     memset(&l->peer_gids, 0, sizeof(l->peer_gids));
     /* What waited for the ring to drain goes on the wire now. */
     if (core->dp_bh) {
         qemu_bh_schedule(core->dp_bh);
+    }
+}
+
+/*
+ * Whether fd is a memfd whose bytes can be read for as long as it is
+ * mapped (*bytes of them): it cannot shrink, and no read of it has to
+ * find a huge page that may not be there.
+ */
+static const char *qrdma_link_check_ram_fd(int fd, uint64_t *bytes)
+{
+    struct statfs sfs;
+    struct stat st;
+    int seals;
+
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+        return "RAM is not a file";
+    }
+    seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+        return "RAM not sealed against shrinking";
+    }
+    if (fstatfs(fd, &sfs) < 0 || sfs.f_type == HUGETLBFS_MAGIC) {
+        return "RAM of huge pages";
+    }
+    *bytes = st.st_size;
+    return NULL;
+}
+
+static int qrdma_link_find_ram(RAMBlock *rb, void *opaque)
+{
+    QrdmaLink *l = opaque;
+    int fd = qemu_ram_get_fd(rb);
+    uint64_t off = qrdma_ram_fd_offset(rb), bytes;
+    QrdmaLinkRam *r;
+
+    if (l->nram == QRDMA_LINK_RAM_REGIONS || fd < 0 ||
+        !qemu_ram_is_shared(rb) || qrdma_link_check_ram_fd(fd, &bytes) ||
+        off > bytes || qemu_ram_get_used_length(rb) > bytes - off) {
+        return 0;
+    }
+    r = &l->ram[l->nram++];
+    r->rb = rb;
+    r->fd = fd;
+    r->fd_offset = off;
+    r->bytes = bytes;
+    r->acked = false;
+    return 0;
+}
+
+/* Offer the peer our guest's RAM, for this session. */
+static void qrdma_link_offer_ram(QrdmaLink *l)
+{
+    unsigned i;
+
+    l->nram = 0;
+    qemu_ram_foreach_block(qrdma_link_find_ram, l);
+    for (i = 0; i < l->nram; i++) {
+        struct qrdma_link_ram r = {
+            .id = i,
+            .epoch = l->epoch,
+            .bytes = l->ram[i].bytes,
+        };
+
+        trace_qrdma_link_ram_offered(i, l->epoch, r.bytes);
+        qrdma_link_send(l, QRDMA_LINK_MSG_RAM, &r, sizeof(r), &l->ram[i].fd,
+                        1);
     }
 }
 
@@ -202,9 +307,13 @@ static void qrdma_link_hello(QrdmaLink *l)
     qrdma_link_our_gids(l->core, &h.gids);
     fds[0] = l->ring_fd;
     fds[1] = event_notifier_get_fd(&l->notify);
+    l->epoch++;
     qrdma_link_send(l, QRDMA_LINK_MSG_HELLO, &h, sizeof(h), fds, 2);
     l->state = QRDMA_LINK_SENT;
     trace_qrdma_link_hello_sent();
+    if (l->share_ram) {
+        qrdma_link_offer_ram(l);
+    }
 }
 
 /*
@@ -319,6 +428,62 @@ static void qrdma_link_take_hello(QrdmaLink *l,
     qemu_bh_schedule(l->rx_bh);
 }
 
+/* The peer's RAM for this session: mapped, and the peer told. */
+static void qrdma_link_take_ram(QrdmaLink *l, const struct qrdma_link_ram *r)
+{
+    struct qrdma_link_ram_ack ack = { .id = r->id, .epoch = r->epoch };
+    const char *why = NULL;
+    uint64_t bytes = 0;
+    void *p;
+
+    if (l->msg_nfds != 1) {
+        why = "RAM without its memfd";
+    } else if (l->state != QRDMA_LINK_UP) {
+        /* Of a session that ended here: the peer will hear. */
+        qrdma_link_close_msg_fds(l);
+        return;
+    } else if (r->id >= QRDMA_LINK_RAM_REGIONS || l->peer_ram[r->id]) {
+        why = "RAM of an id out of range, or taken";
+    } else {
+        why = qrdma_link_check_ram_fd(l->msg_fds[0], &bytes);
+        if (!why && (!r->bytes || r->bytes > bytes)) {
+            why = "RAM longer than its memfd";
+        }
+    }
+    if (why) {
+        qrdma_link_close_msg_fds(l);
+        qrdma_link_fail(l, why);
+        return;
+    }
+    p = mmap(NULL, r->bytes, PROT_READ, MAP_SHARED, l->msg_fds[0], 0);
+    qrdma_link_close_msg_fds(l);
+    if (p != MAP_FAILED) {
+        l->peer_ram[r->id] = p;
+        l->peer_ram_bytes[r->id] = r->bytes;
+        ack.mapped = 1;
+    }
+    trace_qrdma_link_ram_mapped(r->id, r->epoch, r->bytes, ack.mapped);
+    qrdma_link_send(l, QRDMA_LINK_MSG_RAM_ACK, &ack, sizeof(ack), NULL, 0);
+}
+
+static void qrdma_link_take_ram_ack(QrdmaLink *l,
+                                    const struct qrdma_link_ram_ack *a)
+{
+    /* An answer to an offer of an earlier session is of no use now. */
+    if (a->epoch != l->epoch || l->state == QRDMA_LINK_DOWN) {
+        return;
+    }
+    if (a->id >= l->nram || a->mapped > 1 || a->rsvd) {
+        qrdma_link_fail(l, "RAM_ACK of RAM not offered");
+        return;
+    }
+    trace_qrdma_link_ram_acked(a->id, a->epoch, a->mapped);
+    if (a->mapped && l->ram[a->id].rb) {
+        l->ram[a->id].acked = true;
+        l->one_copy = true;
+    }
+}
+
 static void qrdma_link_take_msg(QrdmaLink *l, const struct qrdma_link_msg *m,
                                 const void *body)
 {
@@ -330,6 +495,12 @@ static void qrdma_link_take_msg(QrdmaLink *l, const struct qrdma_link_msg *m,
         }
         qrdma_link_take_hello(l, body);
         return;
+    case QRDMA_LINK_MSG_RAM:
+        qrdma_link_take_ram(l, body);
+        return;
+    case QRDMA_LINK_MSG_RAM_ACK:
+        qrdma_link_take_ram_ack(l, body);
+        break;
     case QRDMA_LINK_MSG_GIDS:
         if (l->state == QRDMA_LINK_UP) {
             memcpy(&l->peer_gids, body, sizeof(l->peer_gids));
@@ -341,7 +512,7 @@ static void qrdma_link_take_msg(QrdmaLink *l, const struct qrdma_link_msg *m,
         qrdma_link_drop_rings(l);
         break;
     }
-    /* Only HELLO brings fds. */
+    /* Only HELLO and RAM bring fds. */
     if (l->msg_nfds) {
         qrdma_link_close_msg_fds(l);
         qrdma_link_fail(l, "file descriptors with a message that has none");
@@ -357,6 +528,10 @@ static uint32_t qrdma_link_msg_body_len(uint32_t type)
         return sizeof(struct qrdma_link_gids);
     case QRDMA_LINK_MSG_BYE:
         return 0;
+    case QRDMA_LINK_MSG_RAM:
+        return sizeof(struct qrdma_link_ram);
+    case QRDMA_LINK_MSG_RAM_ACK:
+        return sizeof(struct qrdma_link_ram_ack);
     }
     return UINT32_MAX;
 }
@@ -375,6 +550,8 @@ static void qrdma_link_read(void *opaque, const uint8_t *buf, int size)
     union {
         struct qrdma_link_hello hello;
         struct qrdma_link_gids gids;
+        struct qrdma_link_ram ram;
+        struct qrdma_link_ram_ack ram_ack;
     } body;
     int fds[2], n;
 
@@ -489,11 +666,70 @@ static uint8_t qrdma_link_opcode_at(const QrdmaPkt *pkt, uint32_t i)
 }
 
 /*
+ * Whether the peer may copy pkt's payload from our guest's RAM: an RC
+ * request's (completed only once ACKed, so after the copy), that is in
+ * guest memory, large enough, while no command waits for the peer.
+ */
+static bool qrdma_link_by_reference(QrdmaLink *l, const QrdmaPkt *pkt)
+{
+    uint32_t f = qrdma_pkt_flags(pkt);
+
+    return l->one_copy && !l->fencing &&
+           pkt->paylen >= QRDMA_LINK_ONE_COPY_MIN &&
+           QRDMA_OP_TRANSPORT(pkt->opcode) == QRDMA_OP_RC &&
+           (f & (QRDMA_OPF_SEND | QRDMA_OPF_WRITE)) &&
+           !(f & QRDMA_OPF_RESP) &&
+           !qrdma_iter_is_host(pkt->payload);
+}
+
+typedef struct QrdmaLinkExtentsOut {
+    QrdmaLink *l;
+    struct qrdma_link_extents *x;       /* in the slot */
+} QrdmaLinkExtentsOut;
+
+/* The extent of our shared RAM at host, len bytes, after those in x. */
+static bool qrdma_link_add_extent(void *opaque, void *host, uint64_t len)
+{
+    QrdmaLinkExtentsOut *out = opaque;
+    QrdmaLink *l = out->l;
+    struct qrdma_link_extents *x = out->x;
+    struct qrdma_link_extent *prev = x->n ? &x->e[x->n - 1] : NULL;
+    ram_addr_t off;
+    RAMBlock *rb = qemu_ram_block_from_host(host, false, &off);
+    unsigned i;
+
+    for (i = 0; i < l->nram; i++) {
+        if (rb && l->ram[i].rb == rb && l->ram[i].acked) {
+            break;
+        }
+    }
+    if (i == l->nram) {
+        return false;
+    }
+    off += l->ram[i].fd_offset;
+    /* One payload's pieces are seldom apart in the guest's memory. */
+    if (prev && prev->ram == i && prev->offset + prev->len == off) {
+        prev->len += len;
+        return true;
+    }
+    if (x->n == QRDMA_LINK_EXTENTS_MAX) {
+        return false;
+    }
+    x->e[x->n].ram = i;
+    x->e[x->n].len = len;
+    x->e[x->n].offset = off;
+    x->n++;
+    return true;
+}
+
+/*
  * Packets first .. first + n - 1 of pkt, paylen bytes of payload, into
- * the next slot.
+ * the next slot: the payload itself, or with extents (by_ref) where it
+ * is in our guest's RAM.  False, the payload where it was, when it could
+ * not be read, or named.
  */
 static bool qrdma_link_put(QrdmaLink *l, const QrdmaPkt *pkt, uint32_t first,
-                           uint32_t n, uint32_t paylen)
+                           uint32_t n, uint32_t paylen, bool by_ref)
 {
     uint32_t slot = l->prod % QRDMA_LINK_SLOTS;
     struct qrdma_link_desc *d = (struct qrdma_link_desc *)
@@ -502,7 +738,20 @@ static bool qrdma_link_put(QrdmaLink *l, const QrdmaPkt *pkt, uint32_t first,
                     (uint64_t)slot * QRDMA_LINK_SLOT_BYTES;
     bool last = first + n == pkt->npkts;
 
-    if (paylen) {
+    if (by_ref) {
+        QrdmaIter saved = *pkt->payload;
+        QrdmaLinkExtentsOut out = {
+            .l = l,
+            .x = (struct qrdma_link_extents *)data,
+        };
+
+        out.x->n = 0;
+        if (!qrdma_iter_each_host(pkt->payload, paylen, qrdma_link_add_extent,
+                                  &out)) {
+            *pkt->payload = saved;
+            return false;
+        }
+    } else if (paylen) {
         QrdmaIter it;
 
         qrdma_iter_host(&it, data, paylen);
@@ -515,7 +764,8 @@ static bool qrdma_link_put(QrdmaLink *l, const QrdmaPkt *pkt, uint32_t first,
     d->opcode = qrdma_link_opcode_at(pkt, first);
     d->last_opcode = n > 1 ? qrdma_link_opcode_at(pkt, first + n - 1) : 0;
     d->flags = (last && pkt->solicited ? QRDMA_LINK_DESC_SOLICITED : 0) |
-               (last && pkt->ack_req ? QRDMA_LINK_DESC_ACK_REQ : 0);
+               (last && pkt->ack_req ? QRDMA_LINK_DESC_ACK_REQ : 0) |
+               (by_ref ? QRDMA_LINK_DESC_EXTENTS : 0);
     d->traffic_class = pkt->traffic_class;
     d->pkey = pkt->pkey;
     d->vlan_id = pkt->vlan_id;
@@ -540,6 +790,10 @@ static bool qrdma_link_put(QrdmaLink *l, const QrdmaPkt *pkt, uint32_t first,
     memcpy(d->sgid, pkt->sgid, 16);
     memcpy(d->dgid, pkt->dgid, 16);
     l->prod++;
+    if (by_ref) {
+        l->extents_out = true;
+        l->extents_prod = l->prod;
+    }
     return true;
 }
 
@@ -549,22 +803,36 @@ bool qrdma_link_route(QrdmaCore *core, QrdmaPkt *pkt)
     uint32_t mtu = pkt->mtu ? pkt->mtu : 4096;
     uint32_t per_slot = MAX(QRDMA_LINK_SLOT_BYTES / mtu, 1);
     uint32_t left = pkt->paylen, i, n;
+    bool by_ref;
 
     if (!qrdma_link_carries(core, pkt->dgid)) {
         return false;
     }
+    by_ref = qrdma_link_by_reference(l, pkt);
     for (i = 0; i < pkt->npkts; i += n) {
         uint32_t paylen;
 
-        n = MIN(per_slot, pkt->npkts - i);
-        paylen = i + n == pkt->npkts ? left : MIN(left, n * mtu);
         if (qrdma_link_in_use(l) >= QRDMA_LINK_SLOTS) {
             /* Lost, as a frame the NIC had no room for. */
             core->counters.link_tx_dropped += pkt->npkts - i;
             trace_qrdma_link_tx_full(pkt->dqpn, pkt->opcode, pkt->psn);
             break;
         }
-        if (!qrdma_link_put(l, pkt, i, n, paylen)) {
+        if (by_ref) {
+            n = MIN(QRDMA_LINK_EXTENT_PKTS, pkt->npkts - i);
+            paylen = i + n == pkt->npkts ? left : MIN(left, n * mtu);
+            if (qrdma_link_put(l, pkt, i, n, paylen, true)) {
+                left -= paylen;
+                core->counters.link_pkts_sent += n;
+                core->counters.link_pkts_one_copy += n;
+                continue;
+            }
+            /* Not all of it in RAM we share: the rest through the ring. */
+            by_ref = false;
+        }
+        n = MIN(per_slot, pkt->npkts - i);
+        paylen = i + n == pkt->npkts ? left : MIN(left, n * mtu);
+        if (!qrdma_link_put(l, pkt, i, n, paylen, false)) {
             /* The sender's memory went away under the packet: lost. */
             core->counters.pkts_dropped++;
             trace_qrdma_link_tx_lost(pkt->dqpn, pkt->opcode, pkt->psn);
@@ -629,6 +897,85 @@ bool qrdma_link_busy(QrdmaCore *core)
     return true;
 }
 
+/* Whether the peer has yet to take a slot that names our guest's RAM. */
+static bool qrdma_link_extents_untaken(QrdmaLink *l)
+{
+    return l->state == QRDMA_LINK_UP && l->extents_out &&
+           (int32_t)(l->extents_prod -
+                     qatomic_load_acquire(&qrdma_link_peer_hdr(l)->cons)) > 0;
+}
+
+bool qrdma_link_fence(QrdmaCore *core)
+{
+    QrdmaLink *l = &core->link;
+
+    if (!l->one_copy || l->state != QRDMA_LINK_UP) {
+        return true;
+    }
+    /* From here to the commands' end, no slot names guest RAM. */
+    l->fencing = true;
+    if (!qrdma_link_extents_untaken(l)) {
+        return true;
+    }
+    qatomic_set(&qrdma_link_hdr(l)->tx_wait, 1);
+    /* Its cons read after our tx_wait is seen: see qrdma_link_busy(). */
+    smp_mb();
+    if (!qrdma_link_extents_untaken(l)) {
+        return true;
+    }
+    trace_qrdma_link_fence_wait(l->extents_prod,
+        qatomic_load_acquire(&qrdma_link_peer_hdr(l)->cons));
+    if (!timer_pending(l->fence_timer)) {
+        timer_mod(l->fence_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                  QRDMA_LINK_STALL_MS);
+    }
+    return false;
+}
+
+void qrdma_link_fence_done(QrdmaCore *core)
+{
+    core->link.fencing = false;
+}
+
+static void qrdma_link_fence_expired(void *opaque)
+{
+    QrdmaLink *l = opaque;
+
+    if (l->fencing && qrdma_link_extents_untaken(l)) {
+        qrdma_link_fail(l, "peer left packets naming our RAM for a second");
+    }
+}
+
+void qrdma_link_reset(QrdmaCore *core)
+{
+    QrdmaLink *l = &core->link;
+
+    /* The guest may reuse any of its RAM from now: the session ends. */
+    if (qrdma_link_extents_untaken(l)) {
+        qrdma_link_hello(l);
+    }
+}
+
+/* A block of guest RAM is going away: it is shared no more. */
+static void qrdma_link_ram_removed(RAMBlockNotifier *n, void *host,
+                                   size_t size, size_t max_size)
+{
+    QrdmaLink *l = container_of(n, QrdmaLink, ram_notifier);
+    unsigned i;
+
+    for (i = 0; i < l->nram; i++) {
+        if (l->ram[i].rb && qemu_ram_get_host_addr(l->ram[i].rb) == host) {
+            trace_qrdma_link_ram_gone(i);
+            l->ram[i].rb = NULL;
+            l->ram[i].acked = false;
+        }
+    }
+    l->one_copy = false;
+    for (i = 0; i < l->nram; i++) {
+        l->one_copy |= l->ram[i].acked;
+    }
+}
+
 /* Receiving */
 
 /* Whether the packets of a descriptor are ones the engines could send. */
@@ -637,13 +984,21 @@ static const char *qrdma_link_check_desc(QrdmaLink *l,
 {
     uint32_t f = qrdma_op_flags(d->opcode);
     uint32_t kinds = QRDMA_OPF_SEND | QRDMA_OPF_WRITE | QRDMA_OPF_RESP;
+    bool ext = d->flags & QRDMA_LINK_DESC_EXTENTS;
 
     if (!f) {
         return "unknown opcode";
     }
-    if (d->npkts == 0 || d->npkts > QRDMA_LINK_SLOT_BYTES / 256 ||
-        d->paylen > QRDMA_LINK_SLOT_BYTES) {
+    if (ext ? d->npkts == 0 || d->npkts > QRDMA_LINK_EXTENT_PKTS ||
+              d->paylen > d->npkts * 4096 :
+              d->npkts == 0 || d->npkts > QRDMA_LINK_SLOT_BYTES / 256 ||
+              d->paylen > QRDMA_LINK_SLOT_BYTES) {
         return "burst of a size no slot holds";
+    }
+    if (ext && (!d->paylen || QRDMA_OP_TRANSPORT(d->opcode) != QRDMA_OP_RC ||
+                !(f & (QRDMA_OPF_SEND | QRDMA_OPF_WRITE)) ||
+                (f & QRDMA_OPF_RESP))) {
+        return "extents where only an RC request's payload may have them";
     }
     if (d->paylen && !(f & QRDMA_OPF_PAYLOAD)) {
         return "payload where the opcode carries none";
@@ -666,7 +1021,8 @@ static const char *qrdma_link_check_desc(QrdmaLink *l,
     if (d->npkts == 1 && d->paylen > 4096) {
         return "packet longer than the largest path MTU";
     }
-    if (d->flags & ~(QRDMA_LINK_DESC_SOLICITED | QRDMA_LINK_DESC_ACK_REQ)) {
+    if (d->flags & ~(QRDMA_LINK_DESC_SOLICITED | QRDMA_LINK_DESC_ACK_REQ |
+                     QRDMA_LINK_DESC_EXTENTS)) {
         return "undefined descriptor flags";
     }
     if (qrdma_gid_is_mcast(d->dgid)) {
@@ -708,13 +1064,64 @@ static void qrdma_link_unpack(const struct qrdma_link_desc *d, QrdmaPkt *pkt)
     pkt->paylen = d->paylen;
 }
 
-/* A packet of slot to the engines, its payload read from the slot. */
-static void qrdma_link_deliver(QrdmaLink *l, QrdmaPkt *pkt, uint32_t slot)
+/*
+ * The pieces of the peer's RAM that the extents in slot name, as
+ * rx_iov[0 .. *n - 1]: each read out of the slot once, and checked to
+ * lie in RAM the peer shared in this session, together paylen bytes.
+ */
+static const char *qrdma_link_take_extents(QrdmaLink *l, uint32_t slot,
+                                           uint32_t paylen, unsigned *n)
+{
+    const uint8_t *data = l->peer_ring + QRDMA_LINK_DATA_OFFSET +
+                          (uint64_t)slot * QRDMA_LINK_SLOT_BYTES;
+    uint64_t total = 0;
+    uint32_t count, i;
+
+    memcpy(&count, data + offsetof(struct qrdma_link_extents, n),
+           sizeof(count));
+    if (count == 0 || count > QRDMA_LINK_EXTENTS_MAX) {
+        return "extents of a count no slot holds";
+    }
+    for (i = 0; i < count; i++) {
+        struct qrdma_link_extent e;
+
+        memcpy(&e, data + offsetof(struct qrdma_link_extents, e) +
+               i * sizeof(e), sizeof(e));
+        if (e.ram >= QRDMA_LINK_RAM_REGIONS || !l->peer_ram[e.ram]) {
+            return "extent in RAM the peer did not share";
+        }
+        if (!e.len || e.offset > l->peer_ram_bytes[e.ram] ||
+            e.len > l->peer_ram_bytes[e.ram] - e.offset) {
+            return "extent beyond its RAM";
+        }
+        total += e.len;
+        if (total > paylen) {
+            return "extents longer than the payload";
+        }
+        l->rx_iov[i].iov_base = (void *)(l->peer_ram[e.ram] + e.offset);
+        l->rx_iov[i].iov_len = e.len;
+    }
+    if (total != paylen) {
+        return "extents shorter than the payload";
+    }
+    *n = count;
+    return NULL;
+}
+
+/*
+ * A packet of slot to the engines, its payload read from the slot, or
+ * from the peer's RAM (the niov pieces of rx_iov).
+ */
+static void qrdma_link_deliver(QrdmaLink *l, QrdmaPkt *pkt, uint32_t slot,
+                               unsigned niov)
 {
     QrdmaCore *core = l->core;
     QrdmaIter payload;
 
-    if (pkt->paylen) {
+    if (niov) {
+        qrdma_iter_hostv(&payload, l->rx_iov, niov);
+        pkt->payload = &payload;
+    } else if (pkt->paylen) {
         qrdma_iter_host(&payload, l->peer_ring + QRDMA_LINK_DATA_OFFSET +
                         (uint64_t)slot * QRDMA_LINK_SLOT_BYTES, pkt->paylen);
         pkt->payload = &payload;
@@ -748,10 +1155,14 @@ static bool qrdma_link_take(QrdmaLink *l, uint32_t budget, bool *more)
         struct qrdma_link_desc d;
         QrdmaPkt pkt = { };
         const char *why;
+        unsigned niov = 0;
 
         /* Once: the peer may change the slot while we look at our copy. */
         memcpy(&d, src, sizeof(d));
         why = qrdma_link_check_desc(l, &d);
+        if (!why && (d.flags & QRDMA_LINK_DESC_EXTENTS)) {
+            why = qrdma_link_take_extents(l, slot, d.paylen, &niov);
+        }
         if (why) {
             qrdma_link_fail(l, why);
             return false;
@@ -761,8 +1172,13 @@ static bool qrdma_link_take(QrdmaLink *l, uint32_t budget, bool *more)
             /* A GID we dropped just now, which the peer has yet to hear. */
             core->counters.pkts_dropped++;
             trace_qrdma_link_rx_not_ours(pkt.dqpn, pkt.opcode, pkt.psn);
+        } else if (niov &&
+                   qatomic_load_acquire(&qrdma_link_peer_hdr(l)->ram_revoked)) {
+            /* The peer's guest may have reused what it names: lost. */
+            core->counters.pkts_dropped++;
+            trace_qrdma_link_rx_revoked(pkt.dqpn, pkt.opcode, pkt.psn);
         } else {
-            qrdma_link_deliver(l, &pkt, slot);
+            qrdma_link_deliver(l, &pkt, slot, niov);
             /* The engines may have cut the link (a GID gone) in there. */
             if (l->state != QRDMA_LINK_UP) {
                 return false;
@@ -828,6 +1244,18 @@ static void qrdma_link_notified(EventNotifier *n)
         timer_del(l->stall_timer);
         qemu_bh_schedule(core->dp_bh);
     }
+    if (l->fencing) {
+        /* Commands wait for the peer: woken again when it takes more. */
+        if (qrdma_link_extents_untaken(l)) {
+            qatomic_set(&qrdma_link_hdr(l)->tx_wait, 1);
+            /* Its cons read after our tx_wait is seen, as in busy(). */
+            smp_mb();
+        }
+        if (!qrdma_link_extents_untaken(l)) {
+            timer_del(l->fence_timer);
+            qemu_bh_schedule(core->cmdq.bh);
+        }
+    }
     qrdma_link_rx_run(l);
 }
 
@@ -883,6 +1311,9 @@ void qrdma_link_realize(QrdmaCore *core, Error **errp)
     l->ring_fd = -1;
     l->peer_kick_fd = -1;
     if (!qemu_chr_fe_backend_connected(&l->chr)) {
+        if (l->share_ram) {
+            error_setg(errp, "qrdma: link-share-ram needs a link");
+        }
         return;
     }
     if (!qemu_chr_has_feature(qemu_chr_fe_get_driver(&l->chr),
@@ -899,6 +1330,20 @@ void qrdma_link_realize(QrdmaCore *core, Error **errp)
                                    &dev->mem_reentrancy_guard);
     l->stall_timer = timer_new_ms(QEMU_CLOCK_REALTIME, qrdma_link_stalled, l);
     l->retry_timer = timer_new_ms(QEMU_CLOCK_REALTIME, qrdma_link_retry, l);
+    l->fence_timer = timer_new_ms(QEMU_CLOCK_REALTIME,
+                                  qrdma_link_fence_expired, l);
+    l->rx_iov = g_new(struct iovec, QRDMA_LINK_EXTENTS_MAX);
+    if (l->share_ram) {
+        qemu_ram_foreach_block(qrdma_link_find_ram, l);
+        if (!l->nram) {
+            warn_report("qrdma: link-share-ram: no guest RAM is a sealed "
+                        "memfd (memory-backend-memfd,share=on): the link "
+                        "copies through its ring");
+        }
+        l->nram = 0;
+        l->ram_notifier.ram_block_removed = qrdma_link_ram_removed;
+        ram_block_notifier_add(&l->ram_notifier);
+    }
     migration_add_notifier(&l->migration, qrdma_link_migration);
     qemu_chr_fe_set_handlers(&l->chr, qrdma_link_can_read, qrdma_link_read,
                              qrdma_link_event, NULL, l, NULL, true);
@@ -921,6 +1366,12 @@ void qrdma_link_unrealize(QrdmaCore *core)
     qrdma_link_close_msg_fds(l);
     timer_free(l->stall_timer);
     timer_free(l->retry_timer);
+    timer_free(l->fence_timer);
+    g_free(l->rx_iov);
+    l->rx_iov = NULL;
+    if (l->share_ram) {
+        ram_block_notifier_remove(&l->ram_notifier);
+    }
     qemu_bh_delete(l->rx_bh);
     l->rx_bh = NULL;
     event_notifier_set_handler(&l->notify, NULL);

@@ -13,6 +13,7 @@
 #include "qemu/event_notifier.h"
 #include "qemu/notify.h"
 #include "qemu/timer.h"
+#include "exec/ramlist.h"
 #include "qrdma-link.h"
 #include "qrdma-qemu-compat.h"
 #include "qrdma_pkt.h"
@@ -24,6 +25,15 @@ typedef enum QrdmaLinkState {
     QRDMA_LINK_SENT,                    /* HELLO sent, the peer's awaited */
     QRDMA_LINK_UP,                      /* each has the other's ring */
 } QrdmaLinkState;
+
+/* A block of our guest's RAM, offered to the peer (the one-copy mode). */
+typedef struct QrdmaLinkRam {
+    RAMBlock *rb;
+    int fd;
+    uint64_t fd_offset;                 /* of the block's start in fd */
+    uint64_t bytes;                     /* of fd */
+    bool acked;                         /* the peer mapped it */
+} QrdmaLinkRam;
 
 /*
  * A function's link to a qrdma function of another QEMU on this host
@@ -62,6 +72,28 @@ typedef struct QrdmaLink {
     uint32_t stall_cons;                /* its cons when the timer started */
     QEMUTimer *retry_timer;             /* HELLO again after a failure */
     NotifierWithReturn migration;
+
+    /*
+     * The one-copy mode.  Ours: the RAM offered in the session of our
+     * HELLO number epoch, whether the peer has any of it mapped, and
+     * prod after the last slot that named some; while fencing, until
+     * the peer has taken that slot, the guest's commands wait and
+     * payloads take the ring.
+     */
+    bool share_ram;                     /* the "link-share-ram" property */
+    uint32_t epoch;
+    QrdmaLinkRam ram[QRDMA_LINK_RAM_REGIONS];
+    unsigned nram;
+    bool one_copy;
+    bool extents_out;                   /* some slot named guest RAM */
+    uint32_t extents_prod;
+    bool fencing;
+    QEMUTimer *fence_timer;
+    RAMBlockNotifier ram_notifier;
+    /* The peer's RAM, mapped read-only (NULL: none), and extents' pieces. */
+    const uint8_t *peer_ram[QRDMA_LINK_RAM_REGIONS];
+    uint64_t peer_ram_bytes[QRDMA_LINK_RAM_REGIONS];
+    struct iovec *rx_iov;
 } QrdmaLink;
 
 void qrdma_link_realize(QrdmaCore *core, Error **errp);
@@ -84,5 +116,17 @@ void qrdma_link_gids_changed(QrdmaCore *core);
 
 /* The VM goes on: take what the peer sent while it was stopped. */
 void qrdma_link_resume(QrdmaCore *core);
+
+/*
+ * Whether the guest's commands may run: false while the peer may still
+ * read guest RAM a packet named (the commands' bottom half is scheduled
+ * again when it cannot).  Until qrdma_link_fence_done(), payloads take
+ * the ring.
+ */
+bool qrdma_link_fence(QrdmaCore *core);
+void qrdma_link_fence_done(QrdmaCore *core);
+
+/* The device was reset: the peer may read none of the guest's RAM now. */
+void qrdma_link_reset(QrdmaCore *core);
 
 #endif /* HW_RDMA_QRDMA_LINK_H */

@@ -20,6 +20,26 @@ void qrdma_iter_host(QrdmaIter *it, const void *buf, uint64_t len)
     it->host = buf;
     it->host_len = len;
     it->host_done = 0;
+    it->hv = NULL;
+    it->hv_n = it->hv_i = 0;
+}
+
+void qrdma_iter_hostv(QrdmaIter *it, const struct iovec *iov, unsigned n)
+{
+    unsigned i;
+
+    it->core = NULL;
+    it->n = it->i = 0;
+    it->done = 0;
+    it->host = NULL;
+    it->host_len = 0;
+    for (i = 0; i < n; i++) {
+        it->host_len += iov[i].iov_len;
+    }
+    it->host_done = 0;
+    it->hv = iov;
+    it->hv_n = n;
+    it->hv_i = 0;
 }
 
 void qrdma_iter_range(QrdmaIter *it, QrdmaCore *core, const QrdmaMr *mr,
@@ -28,6 +48,8 @@ void qrdma_iter_range(QrdmaIter *it, QrdmaCore *core, const QrdmaMr *mr,
     it->core = core;
     it->host = NULL;
     it->host_len = it->host_done = 0;
+    it->hv = NULL;
+    it->hv_n = it->hv_i = 0;
     it->i = 0;
     it->done = 0;
     it->n = len ? 1 : 0;
@@ -66,7 +88,7 @@ bool qrdma_iter_sges(QrdmaIter *it, QrdmaCore *core, uint32_t pd,
 
 uint64_t qrdma_iter_total(const QrdmaIter *it)
 {
-    uint64_t total = it->host ? it->host_len : 0;
+    uint64_t total = qrdma_iter_is_host(it) ? it->host_len : 0;
     unsigned i;
 
     for (i = 0; i < it->n; i++) {
@@ -77,6 +99,23 @@ uint64_t qrdma_iter_total(const QrdmaIter *it)
 
 bool qrdma_iter_skip(QrdmaIter *it, uint64_t len)
 {
+    while (it->hv && len) {
+        uint64_t n;
+
+        if (it->hv_i == it->hv_n) {
+            return false;
+        }
+        n = MIN(len, it->hv[it->hv_i].iov_len - it->host_done);
+        it->host_done += n;
+        len -= n;
+        if (it->host_done == it->hv[it->hv_i].iov_len) {
+            it->hv_i++;
+            it->host_done = 0;
+        }
+    }
+    if (it->hv) {
+        return true;
+    }
     if (it->host) {
         if (len > it->host_len - it->host_done) {
             return false;
@@ -106,6 +145,7 @@ void qrdma_iter_seek(QrdmaIter *it, uint64_t off)
     it->i = 0;
     it->done = 0;
     it->host_done = 0;
+    it->hv_i = 0;
     qrdma_iter_skip(it, off);
 }
 
@@ -121,6 +161,19 @@ static inline bool qrdma_iter_next(QrdmaIter *it, uint64_t max,
     uint64_t room;
 
     *host = NULL;
+    if (it->hv) {
+        while (it->hv_i < it->hv_n &&
+               it->host_done == it->hv[it->hv_i].iov_len) {
+            it->hv_i++;
+            it->host_done = 0;
+        }
+        if (it->hv_i == it->hv_n) {
+            return false;
+        }
+        *host = (const uint8_t *)it->hv[it->hv_i].iov_base + it->host_done;
+        *len = MIN(max, it->hv[it->hv_i].iov_len - it->host_done);
+        return true;
+    }
     if (it->host) {
         if (it->host_done == it->host_len) {
             return false;
@@ -150,7 +203,7 @@ static inline bool qrdma_iter_next(QrdmaIter *it, uint64_t max,
 
 static void qrdma_iter_advance(QrdmaIter *it, uint64_t n)
 {
-    if (it->host) {
+    if (qrdma_iter_is_host(it)) {
         it->host_done += n;
     } else {
         it->done += n;
@@ -186,7 +239,7 @@ QrdmaCopy qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
         if (!shost) {
             if (!qrdma_dma_map(src->core, sgpa, n, DMA_DIRECTION_TO_DEVICE,
                                &sm)) {
-                if (!dst->host) {
+                if (!qrdma_iter_is_host(dst)) {
                     qrdma_dma_unmap(dst->core, &dm, 0);
                 }
                 return QRDMA_COPY_SRC_ERR;
@@ -198,7 +251,7 @@ QrdmaCopy qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
         } else {
             memmove((uint8_t *)dhost, shost, n);
         }
-        if (!dst->host) {
+        if (!qrdma_iter_is_host(dst)) {
             qrdma_dma_unmap(dst->core, &dm, n);
         }
         qrdma_iter_advance(src, n);
@@ -206,4 +259,32 @@ QrdmaCopy qrdma_copy(QrdmaIter *src, QrdmaIter *dst, uint64_t len)
         len -= n;
     }
     return QRDMA_COPY_OK;
+}
+
+bool qrdma_iter_each_host(QrdmaIter *it, uint64_t len, QrdmaHostPieceFn *fn,
+                          void *opaque)
+{
+    if (qrdma_iter_is_host(it)) {
+        return false;
+    }
+    while (len) {
+        uint64_t gpa = 0, n;
+        const uint8_t *host;
+        QrdmaMap m;
+        bool ok;
+
+        if (!qrdma_iter_next(it, len, &gpa, &host, &n) ||
+            !qrdma_dma_map(it->core, gpa, n, DMA_DIRECTION_TO_DEVICE, &m)) {
+            return false;
+        }
+        n = MIN(n, m.len);
+        ok = fn(opaque, m.host, n);
+        qrdma_dma_unmap(it->core, &m, n);
+        if (!ok) {
+            return false;
+        }
+        qrdma_iter_advance(it, n);
+        len -= n;
+    }
+    return true;
 }

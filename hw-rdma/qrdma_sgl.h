@@ -35,10 +35,20 @@ typedef struct QrdmaIter {
     const uint8_t *host;                /* or: host bytes */
     uint64_t host_len;
     uint64_t host_done;
+    const struct iovec *hv;             /* or: host bytes in pieces */
+    unsigned hv_n;
+    unsigned hv_i;                      /* host_done is within hv[hv_i] */
 } QrdmaIter;
 
 /* An iterator over host bytes. */
 void qrdma_iter_host(QrdmaIter *it, const void *buf, uint64_t len);
+/* An iterator over n pieces of host bytes, none empty, which it keeps. */
+void qrdma_iter_hostv(QrdmaIter *it, const struct iovec *iov, unsigned n);
+/* Whether it reads host bytes rather than a guest's memory. */
+static inline bool qrdma_iter_is_host(const QrdmaIter *it)
+{
+    return it->host || it->hv;
+}
 /* An iterator over one range of an MR of core (mr NULL: untranslated). */
 void qrdma_iter_range(QrdmaIter *it, QrdmaCore *core, const QrdmaMr *mr,
                       uint64_t addr, uint64_t len);
@@ -56,6 +66,14 @@ uint64_t qrdma_iter_total(const QrdmaIter *it);
 bool qrdma_iter_skip(QrdmaIter *it, uint64_t len);
 /* Move the position to off bytes from the start. */
 void qrdma_iter_seek(QrdmaIter *it, uint64_t off);
+/*
+ * The next len bytes of a guest's memory, a piece at a time as host
+ * pointers, each to fn, the position moved on: false when a piece is not
+ * guest RAM, the iterator holds host bytes, or fn says false.
+ */
+typedef bool QrdmaHostPieceFn(void *opaque, void *host, uint64_t len);
+bool qrdma_iter_each_host(QrdmaIter *it, uint64_t len, QrdmaHostPieceFn *fn,
+                          void *opaque);
 typedef enum QrdmaCopy {
     QRDMA_COPY_OK,
     QRDMA_COPY_SRC_ERR,                 /* the source ended or is not RAM */

@@ -31,6 +31,8 @@
 #define OP_RC_SEND_LAST         0x02
 #define OP_RC_SEND_ONLY         0x04
 #define OP_RC_WRITE_FIRST       0x06
+#define OP_RC_WRITE_LAST        0x08
+#define OP_RC_READ_RESP_ONLY    0x10
 #define OP_RC_ACK               0x11
 #define OP_UD_SEND_ONLY         0x64
 /* an AETH syndrome: ACK, credits not counted */
@@ -89,6 +91,23 @@ static void *link_pair_setup(GString *cmd_line, void *arg)
     return s;
 }
 
+/*
+ * Guest RAM as memory-backend-memfd,share=on makes, sealed: what the
+ * one-copy mode shares.
+ */
+#define LINK_SHARED_RAM \
+    " -object memory-backend-memfd,id=ram0,size=128M,share=on" \
+    " -machine memory-backend=ram0"
+
+static void *link_pair_shared_setup(GString *cmd_line, void *arg)
+{
+    LinkSetup *s = link_pair_setup(cmd_line, arg);
+
+    g_string_append(cmd_line, LINK_SHARED_RAM
+                    " -global qrdma.link-share-ram=on ");
+    return s;
+}
+
 /* qrdma0 linked to a socket the test connects to; no netdev. */
 static void *link_peer_setup(GString *cmd_line, void *arg)
 {
@@ -99,18 +118,31 @@ static void *link_peer_setup(GString *cmd_line, void *arg)
     return s;
 }
 
-static bool link_up(QrdmaT *t)
+static void *link_peer_shared_setup(GString *cmd_line, void *arg)
+{
+    LinkSetup *s = link_peer_setup(cmd_line, arg);
+
+    g_string_append(cmd_line, LINK_SHARED_RAM " ");
+    return s;
+}
+
+static bool qom_bool(QrdmaT *t, const char *prop)
 {
     QDict *rsp;
-    bool up;
+    bool val;
 
     rsp = qtest_qmp(t->qts, "{ 'execute': 'qom-get', 'arguments': "
-                    "{ 'path': %s, 'property': 'link-up' } }",
-                    t->qom_path ? t->qom_path : QRDMA_QOM_PATH);
+                    "{ 'path': %s, 'property': %s } }",
+                    t->qom_path ? t->qom_path : QRDMA_QOM_PATH, prop);
     g_assert(qdict_haskey(rsp, "return"));
-    up = qdict_get_bool(rsp, "return");
+    val = qdict_get_bool(rsp, "return");
     qobject_unref(rsp);
-    return up;
+    return val;
+}
+
+static bool link_up(QrdmaT *t)
+{
+    return qom_bool(t, "link-up");
 }
 
 /* Waits up to 5 s for the link's state to be want. */
@@ -214,6 +246,96 @@ static void test_link_rc(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "link-tx-dropped"), ==, 0);
 }
 
+/*
+ * Both functions share their guest's RAM: the payload of a large SEND or
+ * WRITE crosses by reference, counted in link-pkts-one-copy, a small
+ * one and READ's responses through the ring; the data arrives all the
+ * same.
+ */
+static void test_link_one_copy(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { SMALL = 3000, MID = 16 * 1024, BIG = 60 * 1024 };
+    LinkSetup *s = data;
+    g_autofree uint8_t *src = g_malloc(BIG), *got = g_malloc(BIG);
+    struct qrdma_sq_wqe w;
+    uint64_t one0, one1;
+    QQrdma q1;
+    QrdmaDpEnv e0, e1;
+    QrdmaDpQp a, b;
+    int i;
+
+    qrdma_dp_wire_envs(obj, alloc, &q1, &e0, &e1);
+    link_expect_up(&e0.t, true);
+    link_expect_up(&e1.t, true);
+    g_assert_true(qom_bool(&e0.t, "link-one-copy"));
+    g_assert_true(qom_bool(&e1.t, "link-one-copy"));
+    e0.path_mtu = e1.path_mtu = 3;      /* 1024 */
+    for (i = 0; i < BIG; i++) {
+        src[i] = i * 7 + 3;
+    }
+    qtest_memwrite(e0.t.qts, e0.data, src, BIG);
+    qrdma_dp_connect_rc(&e0, &a, &e1, &b, true);
+    one0 = qrdma_t_qom_get(&e0.t, "link-pkts-one-copy");
+    one1 = qrdma_t_qom_get(&e1.t, "link-pkts-one-copy");
+
+    /* a small SEND through the ring */
+    qrdma_dp_post_recv(&e1, &b, 0xb1, e1.data + BIG, 4096, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e0.data, SMALL, e0.lkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb1, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qtest_memread(e1.t.qts, e1.data + BIG, got, SMALL);
+    g_assert_cmpmem(got, SMALL, src, SMALL);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "link-pkts-one-copy"), ==, one0);
+
+    /* a SEND of 16 packets, by reference, from two SGEs */
+    qrdma_dp_post_recv(&e1, &b, 0xb2, e1.data + BIG - MID, MID, e1.lkey);
+    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_SEND, e0.data, MID / 2, e0.lkey);
+    w.sge[1].addr = cpu_to_le64(e0.data + MID / 2);
+    w.sge[1].length = cpu_to_le32(MID / 2);
+    w.sge[1].lkey = cpu_to_le32(e0.lkey);
+    w.num_sge = 2;
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e1, &e1.cq, 0xb2, b.qpn, QRDMA_WC_RECV,
+                        QRDMA_WC_SUCCESS);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    qtest_memread(e1.t.qts, e1.data + BIG - MID, got, MID);
+    g_assert_cmpmem(got, MID, src, MID);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "link-pkts-one-copy"), ==,
+                     one0 + MID / 1024);
+
+    /* a WRITE of 60 packets, by reference */
+    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_RDMA_WRITE, e0.data, BIG, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
+    qtest_memread(e1.t.qts, e1.data, got, BIG);
+    g_assert_cmpmem(got, BIG, src, BIG);
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "link-pkts-one-copy"), ==,
+                     one0 + (MID + BIG) / 1024);
+
+    /* READ's responses take the ring: nobody waits for their copy */
+    qtest_memset(e0.t.qts, e0.data, 0, BIG);
+    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_RDMA_READ, e0.data, BIG, e0.lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1.data);
+    w.rdma.rkey = cpu_to_le32(e1.rkey);
+    qrdma_dp_post_send(&e0, &a, &w);
+    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_RDMA_READ,
+                        QRDMA_WC_SUCCESS);
+    qtest_memread(e0.t.qts, e0.data, got, BIG);
+    g_assert_cmpmem(got, BIG, src, BIG);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "link-pkts-one-copy"), ==, one1);
+
+    g_assert_true(qrdma_dp_relay_quiet(s->cap[0]));
+    g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "link-errors"), ==, 0);
+    g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "link-errors"), ==, 0);
+}
+
 /* The test as qrdma0's peer */
 
 typedef struct LinkPeer {
@@ -226,6 +348,10 @@ typedef struct LinkPeer {
     int ring_fd;
     int kick;
     uint32_t prod, cons;
+    /* The device's guest RAM, shared (read-only), and its session. */
+    const uint8_t *dev_ram;
+    uint64_t dev_ram_bytes;
+    uint32_t dev_epoch;
 } LinkPeer;
 
 static void peer_connect(LinkPeer *p, const char *path)
@@ -439,6 +565,9 @@ static void peer_close(LinkPeer *p)
     if (p->dev_ring) {
         munmap((void *)p->dev_ring, QRDMA_LINK_RING_BYTES);
         close(p->dev_kick);
+    }
+    if (p->dev_ram) {
+        munmap((void *)p->dev_ram, p->dev_ram_bytes);
     }
 }
 
@@ -711,6 +840,459 @@ static void test_link_peer_hangs(void *obj, void *data,
     g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-errors"), ==, 0);
 }
 
+/* The one-copy mode, the test as the peer */
+
+/* The device's offer of its guest's RAM after its HELLO: mapped. */
+static void peer_take_ram(LinkPeer *p)
+{
+    struct qrdma_link_ram r;
+    struct stat st;
+    int fds[2], nfds, type;
+
+    do {
+        type = peer_recv(p, &r, sizeof(r), fds, &nfds);
+    } while (type == QRDMA_LINK_MSG_GIDS);
+    g_assert_cmpint(type, ==, QRDMA_LINK_MSG_RAM);
+    g_assert_cmpint(nfds, ==, 1);
+    g_assert_cmpuint(r.id, ==, 0);
+    g_assert_cmpint(fcntl(fds[0], F_GET_SEALS) & F_SEAL_SHRINK, ==,
+                    F_SEAL_SHRINK);
+    g_assert_cmpint(fstat(fds[0], &st), ==, 0);
+    g_assert_cmpuint(r.bytes, ==, st.st_size);
+    g_assert_cmpuint(r.bytes, >=, 128 * 1024 * 1024);
+    if (p->dev_ram) {
+        munmap((void *)p->dev_ram, p->dev_ram_bytes);
+        g_assert_cmpuint(r.epoch, !=, p->dev_epoch);
+    }
+    p->dev_ram = mmap(NULL, r.bytes, PROT_READ, MAP_SHARED, fds[0], 0);
+    g_assert_true(p->dev_ram != MAP_FAILED);
+    close(fds[0]);
+    p->dev_ram_bytes = r.bytes;
+    p->dev_epoch = r.epoch;
+}
+
+static void peer_ram_ack(LinkPeer *p, uint32_t id, uint32_t epoch)
+{
+    struct qrdma_link_ram_ack a = { .id = id, .epoch = epoch, .mapped = 1 };
+
+    peer_send(p, QRDMA_LINK_MSG_RAM_ACK, &a, sizeof(a), NULL, 0);
+}
+
+/* We are done with the device's slot at cons: it learns, woken if it waits. */
+static void peer_consume(LinkPeer *p)
+{
+    uint64_t one = 1;
+
+    p->cons++;
+    __atomic_store_n(&peer_hdr(p)->cons, p->cons, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&dev_hdr(p)->tx_wait, __ATOMIC_SEQ_CST)) {
+        g_assert_cmpint(write(p->dev_kick, &one, sizeof(one)), ==,
+                        sizeof(one));
+    }
+}
+
+/*
+ * The device's next descriptor within 2 s, its payload appended to buf
+ * at *off (room bytes in all), read from the slot or from the device's
+ * guest RAM where its extents say; the slot taken if take.
+ */
+static struct qrdma_link_desc peer_next_big(LinkPeer *p, uint8_t *buf,
+                                            size_t room, size_t *off,
+                                            bool take)
+{
+    uint32_t slot = p->cons % QRDMA_LINK_SLOTS;
+    const uint8_t *data = p->dev_ring + QRDMA_LINK_DATA_OFFSET +
+                          (uint64_t)slot * QRDMA_LINK_SLOT_BYTES;
+    struct qrdma_link_desc d;
+    int i;
+
+    for (i = 0; i < 200; i++) {
+        if (__atomic_load_n(&dev_hdr(p)->prod, __ATOMIC_ACQUIRE) != p->cons) {
+            break;
+        }
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(dev_hdr(p)->prod, !=, p->cons);
+    memcpy(&d, (const struct qrdma_link_desc *)
+           (p->dev_ring + QRDMA_LINK_DESC_OFFSET) + slot, sizeof(d));
+    g_assert_cmpuint(*off + d.paylen, <=, room);
+    if (d.flags & QRDMA_LINK_DESC_EXTENTS) {
+        const struct qrdma_link_extents *x = (const void *)data;
+        uint64_t total = 0;
+
+        g_assert_cmpuint(x->n, >=, 1);
+        g_assert_cmpuint(x->n, <=, QRDMA_LINK_EXTENTS_MAX);
+        for (i = 0; i < x->n; i++) {
+            g_assert_cmpuint(x->e[i].ram, ==, 0);
+            g_assert_cmpuint(x->e[i].offset + x->e[i].len, <=,
+                             p->dev_ram_bytes);
+            g_assert_cmpuint(total + x->e[i].len, <=, d.paylen);
+            memcpy(buf + *off + total, p->dev_ram + x->e[i].offset,
+                   x->e[i].len);
+            total += x->e[i].len;
+        }
+        g_assert_cmpuint(total, ==, d.paylen);
+    } else {
+        g_assert_cmpuint(d.paylen, <=, QRDMA_LINK_SLOT_BYTES);
+        memcpy(buf + *off, data, d.paylen);
+    }
+    *off += d.paylen;
+    if (take) {
+        peer_consume(p);
+    }
+    return d;
+}
+
+/* A SEND of len bytes from the device: each slot's flags are flags. */
+static uint32_t peer_take_send(LinkPeer *p, uint8_t *buf, size_t len,
+                               uint8_t flags)
+{
+    struct qrdma_link_desc d;
+    size_t off = 0;
+
+    do {
+        d = peer_next_big(p, buf, len, &off, true);
+        g_assert_cmphex(d.flags & QRDMA_LINK_DESC_EXTENTS, ==, flags);
+    } while (off < len);
+    return (d.psn + d.npkts - 1) & 0xffffff;
+}
+
+/* Our ACK of the device's QP qpn up to psn, its msn-th message. */
+static void peer_ack(LinkPeer *p, uint32_t qpn, uint32_t psn, uint32_t msn)
+{
+    struct qrdma_link_desc *ack = peer_desc_new(p, p->prod, 1, OP_RC_ACK,
+                                                gid15);
+
+    ack->dqpn = qpn;
+    ack->psn = psn;
+    ack->syndrome = AETH_ACK_NO_CREDITS;
+    ack->msn = msn;
+    ack->vlan_id = QRDMA_VLAN_NONE;
+    memcpy(ack->sgid, gid16, 16);
+    peer_publish(p, ++p->prod);
+}
+
+/*
+ * The device shares its guest's RAM once we have mapped it: not before.
+ * Its commands wait for us to take what names that RAM, and when we do
+ * not, the device takes the RAM back (ram_revoked) and the link down.
+ */
+static void test_link_one_copy_peer(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    enum { LEN = 16 * 1024 };
+    LinkSetup *s = data;
+    g_autofree uint8_t *src = g_malloc(LEN), *got = g_malloc(LEN);
+    struct qrdma_cmd cmd = { .hdr.opcode = QRDMA_CMD_DEREG_MR };
+    struct qrdma_cmpl cmpl;
+    struct qrdma_sq_wqe w;
+    uint32_t psn, idx, spare[2];
+    uint64_t one, errors;
+    gint64 t0;
+    QrdmaDpEnv e;
+    QrdmaDpQp a;
+    LinkPeer p;
+    int fds[2], i;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    e.peer_ip = 16;
+    for (i = 0; i < LEN; i++) {
+        src[i] = i * 11 + 1;
+    }
+    qtest_memwrite(e.t.qts, e.data, src, LEN);
+    spare[0] = qrdma_dp_reg_mr(&e, e.pd, 0, 4096, 0);
+    spare[1] = qrdma_dp_reg_mr(&e, e.pd, 0, 4096, 0);
+    peer_connect(&p, s->path);
+    peer_take_hello(&p);
+    peer_take_ram(&p);
+    peer_hello(&p);
+    link_expect_up(&e.t, true);
+    g_assert_false(qom_bool(&e.t, "link-one-copy"));
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, 0x99);
+    qrdma_dp_to_rts(&e, &a, 0);
+
+    /* not mapped yet: through the ring */
+    w = qrdma_dp_wqe_sge(0xa1, QRDMA_WR_SEND, e.data, LEN, e.lkey);
+    qrdma_dp_post_send(&e, &a, &w);
+    psn = peer_take_send(&p, got, LEN, 0);
+    g_assert_cmpmem(got, LEN, src, LEN);
+    peer_ack(&p, a.qpn, psn, 1);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa1, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+
+    /* mapped: by reference, the bytes where the extents say */
+    peer_ram_ack(&p, 0, p.dev_epoch);
+    for (i = 0; i < 500 && !qom_bool(&e.t, "link-one-copy"); i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_true(qom_bool(&e.t, "link-one-copy"));
+    one = qrdma_t_qom_get(&e.t, "link-pkts-one-copy");
+    memset(got, 0, LEN);
+    w.wr_id = 0xa2;
+    qrdma_dp_post_send(&e, &a, &w);
+    psn = peer_take_send(&p, got, LEN, QRDMA_LINK_DESC_EXTENTS);
+    g_assert_cmpmem(got, LEN, src, LEN);
+    peer_ack(&p, a.qpn, psn, 2);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa2, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-pkts-one-copy"), ==,
+                     one + LEN / 1024);
+
+    /* a command waits while we have not taken a slot naming guest RAM */
+    w.wr_id = 0xa3;
+    qrdma_dp_post_send(&e, &a, &w);
+    for (i = 0; i < 200 && dev_hdr(&p)->prod == p.cons; i++) {
+        g_usleep(10 * 1000);
+    }
+    cmd.destroy.handle = cpu_to_le32(spare[0]);
+    idx = qrdma_t_cmd_start(&e.t, &cmd);
+    g_usleep(300 * 1000);
+    g_assert_false(qrdma_t_cmd_done(&e.t, idx, &cmpl));
+    psn = peer_take_send(&p, got, LEN, QRDMA_LINK_DESC_EXTENTS);
+    g_assert_cmpuint(qrdma_t_cmd_wait(&e.t, idx, &cmpl), ==, QRDMA_STATUS_OK);
+    peer_ack(&p, a.qpn, psn, 3);
+    qrdma_dp_expect_cqe(&e, &e.cq, 0xa3, a.qpn, QRDMA_WC_SEND,
+                        QRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-errors"), ==, 0);
+
+    /* ... for a second at most: then the RAM is taken back, and the link */
+    errors = qrdma_t_qom_get(&e.t, "link-errors");
+    w.wr_id = 0xa4;
+    qrdma_dp_post_send(&e, &a, &w);
+    for (i = 0; i < 200 && dev_hdr(&p)->prod == p.cons; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(dev_hdr(&p)->ram_revoked, ==, 0);
+    cmd.destroy.handle = cpu_to_le32(spare[1]);
+    t0 = g_get_monotonic_time();
+    idx = qrdma_t_cmd_start(&e.t, &cmd);
+    g_assert_cmpuint(qrdma_t_cmd_wait(&e.t, idx, &cmpl), ==, QRDMA_STATUS_OK);
+    g_assert_cmpint(g_get_monotonic_time() - t0, >=, G_USEC_PER_SEC / 2);
+    g_assert_cmpuint(__atomic_load_n(&dev_hdr(&p)->ram_revoked,
+                                     __ATOMIC_ACQUIRE), ==, 1);
+    qrdma_dp_wire_expect_count(&e, "link-errors", errors + 1);
+    peer_expect(&p, QRDMA_LINK_MSG_BYE, fds);
+
+    /* offered again in a new session; an answer to no offer breaks it */
+    peer_take_hello(&p);
+    peer_take_ram(&p);
+    peer_hello(&p);
+    link_expect_up(&e.t, true);
+    peer_ram_ack(&p, 5, p.dev_epoch);
+    qrdma_dp_wire_expect_count(&e, "link-errors", errors + 2);
+    link_expect_up(&e.t, false);
+    peer_expect(&p, QRDMA_LINK_MSG_BYE, fds);
+    peer_close(&p);
+}
+
+/* Our guest RAM for the device: a memfd of len bytes, sealed if sealed. */
+static int peer_ram_fd(uint64_t len, bool sealed, uint8_t **map)
+{
+    int fd = peer_ring_fd(len, sealed);
+
+    *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    g_assert_true(*map != MAP_FAILED);
+    return fd;
+}
+
+/* Offer RAM id of session epoch, bytes long, in fd (-1: none). */
+static void peer_offer_ram(LinkPeer *p, int fd, uint32_t id, uint32_t epoch,
+                           uint64_t bytes)
+{
+    struct qrdma_link_ram r = { .id = id, .epoch = epoch, .bytes = bytes };
+
+    peer_send(p, QRDMA_LINK_MSG_RAM, &r, sizeof(r), &fd, fd >= 0 ? 1 : 0);
+}
+
+/* The device mapped our RAM id of session epoch. */
+static void peer_expect_ram_ack(LinkPeer *p, uint32_t id, uint32_t epoch)
+{
+    struct qrdma_link_ram_ack a;
+    int fds[2], nfds, type;
+
+    do {
+        type = peer_recv(p, &a, sizeof(a), fds, &nfds);
+    } while (type == QRDMA_LINK_MSG_GIDS);
+    g_assert_cmpint(type, ==, QRDMA_LINK_MSG_RAM_ACK);
+    g_assert_cmpint(nfds, ==, 0);
+    g_assert_cmpuint(a.id, ==, id);
+    g_assert_cmpuint(a.epoch, ==, epoch);
+    g_assert_cmpuint(a.mapped, ==, 1);
+}
+
+/*
+ * Slot idx of ours: a WRITE of npkts packets of 1 KiB to the device's QP
+ * at psn, the payload by extents n of ext.
+ */
+static struct qrdma_link_desc *peer_write_ext(LinkPeer *p, QrdmaDpEnv *e,
+                                              uint32_t qpn, uint32_t psn,
+                                              uint32_t npkts, uint32_t paylen,
+                                              const struct qrdma_link_extent
+                                              *ext, uint32_t n)
+{
+    uint32_t idx = p->prod;
+    struct qrdma_link_desc *d = peer_desc_new(p, idx, npkts,
+                                              OP_RC_WRITE_FIRST, gid15);
+    struct qrdma_link_extents *x = (struct qrdma_link_extents *)
+        (p->ring + QRDMA_LINK_DATA_OFFSET +
+         (uint64_t)(idx % QRDMA_LINK_SLOTS) * QRDMA_LINK_SLOT_BYTES);
+
+    d->last_opcode = OP_RC_WRITE_LAST;
+    d->paylen = paylen;
+    d->flags = QRDMA_LINK_DESC_ACK_REQ | QRDMA_LINK_DESC_EXTENTS;
+    d->dqpn = qpn;
+    d->psn = psn;
+    d->va = e->data;
+    d->rkey = e->rkey;
+    d->dma_len = paylen;
+    d->vlan_id = QRDMA_VLAN_NONE;
+    memcpy(d->sgid, gid16, 16);
+    x->n = n;
+    memcpy(x->e, ext, n * sizeof(*ext));
+    return d;
+}
+
+/*
+ * The device copies from our RAM where our extents say, and checks them:
+ * each broken rule costs the link, RAM and all.
+ */
+static void test_link_extents(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { RAM = 1024 * 1024, LEN = 8192 };
+    static const struct qrdma_link_extent two[] = {
+        { .ram = 0, .len = 3000, .offset = 100000 },
+        { .ram = 0, .len = LEN - 3000, .offset = 300000 },
+    };
+    LinkSetup *s = data;
+    g_autofree uint8_t *got = g_malloc(LEN);
+    struct qrdma_link_extent bad[2];
+    struct qrdma_link_desc *d, ack;
+    uint8_t *ram, *unsealed, payload[4096];
+    uint64_t errors, dropped;
+    uint32_t epoch = 7, psn;
+    QrdmaDpEnv e;
+    QrdmaDpQp a;
+    LinkPeer p;
+    int fd, fd2, i;
+
+    qrdma_dp_env_init(&e, obj, alloc);
+    e.peer_ip = 16;
+    fd = peer_ram_fd(RAM, true, &ram);
+    for (i = 0; i < RAM; i++) {
+        ram[i] = i * 3 + (i >> 12);
+    }
+    peer_connect(&p, s->path);
+    peer_take_hello(&p);
+    peer_hello(&p);
+    link_expect_up(&e.t, true);
+    peer_offer_ram(&p, fd, 0, epoch, RAM);
+    peer_expect_ram_ack(&p, 0, epoch);
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, 0x99);
+    qrdma_dp_to_rts(&e, &a, 0);
+    psn = e.rq_psn;
+
+    /* two pieces of our RAM, one WRITE: ACKed, and in the guest */
+    peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, two, 2);
+    peer_publish(&p, ++p.prod);
+    ack = peer_next(&p, payload);
+    g_assert_cmphex(ack.opcode, ==, OP_RC_ACK);
+    g_assert_cmphex(ack.psn, ==, psn + LEN / 1024 - 1);
+    qtest_memread(e.t.qts, e.data, got, LEN);
+    g_assert_cmpmem(got, 3000, ram + 100000, 3000);
+    g_assert_cmpmem(got + 3000, LEN - 3000, ram + 300000, LEN - 3000);
+    psn += LEN / 1024;
+
+    /* taken back: the packets are lost, and nothing is read */
+    dropped = qrdma_t_qom_get(&e.t, "pkts-dropped");
+    __atomic_store_n(&peer_hdr(&p)->ram_revoked, 1, __ATOMIC_RELEASE);
+    qtest_memset(e.t.qts, e.data, 0, LEN);
+    peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, two, 2);
+    peer_publish(&p, ++p.prod);
+    qrdma_dp_wire_expect_count(&e, "pkts-dropped", dropped + 1);
+    qtest_memread(e.t.qts, e.data, got, LEN);
+    for (i = 0; i < LEN; i++) {
+        g_assert_cmpuint(got[i], ==, 0);
+    }
+    errors = qrdma_t_qom_get(&e.t, "link-errors");
+    g_assert_cmpuint(errors, ==, 0);
+
+    /* RAM without its memfd */
+    peer_offer_ram(&p, -1, 1, epoch, RAM);
+    peer_after_error(&p, &e, errors++);
+
+    /* RAM that could shrink under the device */
+    fd2 = peer_ram_fd(RAM, false, &unsealed);
+    peer_offer_ram(&p, fd2, 0, ++epoch, RAM);
+    peer_after_error(&p, &e, errors++);
+    munmap(unsealed, RAM);
+    close(fd2);
+
+    /* RAM longer than its memfd */
+    peer_offer_ram(&p, fd, 0, ++epoch, 2 * RAM);
+    peer_after_error(&p, &e, errors++);
+
+    /* an extent past the end of its RAM */
+    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
+    peer_expect_ram_ack(&p, 0, epoch);
+    memcpy(bad, two, sizeof(bad));
+    bad[1].offset = RAM - 100;
+    peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, bad, 2);
+    peer_publish(&p, ++p.prod);
+    peer_after_error(&p, &e, errors++);
+
+    /* an extent in RAM never shared (ids are per session: none now) */
+    peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, two, 2);
+    peer_publish(&p, ++p.prod);
+    peer_after_error(&p, &e, errors++);
+
+    /* no extents */
+    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
+    peer_expect_ram_ack(&p, 0, epoch);
+    peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, two, 0);
+    peer_publish(&p, ++p.prod);
+    peer_after_error(&p, &e, errors++);
+
+    /* extents that add up to less than the payload */
+    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
+    peer_expect_ram_ack(&p, 0, epoch);
+    memcpy(bad, two, sizeof(bad));
+    bad[1].len -= 1;
+    peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, bad, 2);
+    peer_publish(&p, ++p.prod);
+    peer_after_error(&p, &e, errors++);
+
+    /* extents for a READ response: only requests may have them */
+    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
+    peer_expect_ram_ack(&p, 0, epoch);
+    d = peer_write_ext(&p, &e, a.qpn, psn, 1, 1024, two, 1);
+    d->opcode = OP_RC_READ_RESP_ONLY;
+    d->last_opcode = 0;
+    bad[0] = two[0];
+    bad[0].len = 1024;
+    memcpy((uint8_t *)p.ring + QRDMA_LINK_DATA_OFFSET +
+           (uint64_t)(p.prod % QRDMA_LINK_SLOTS) * QRDMA_LINK_SLOT_BYTES +
+           offsetof(struct qrdma_link_extents, e), bad, sizeof(bad[0]));
+    peer_publish(&p, ++p.prod);
+    peer_after_error(&p, &e, errors++);
+
+    /* a burst of more packets than one slot may name */
+    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
+    peer_expect_ram_ack(&p, 0, epoch);
+    peer_write_ext(&p, &e, a.qpn, psn, QRDMA_LINK_EXTENT_PKTS + 1, LEN, two,
+                   2);
+    peer_publish(&p, ++p.prod);
+    peer_after_error(&p, &e, errors++);
+
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-errors"), ==, errors);
+    peer_close(&p);
+    munmap(ram, RAM);
+    close(fd);
+}
+
 /* Migrates the test's QEMU to uri: its final status. */
 static char *link_migrate(QTestState *qts, const char *uri)
 {
@@ -781,17 +1363,31 @@ static void qrdma_dp_link_register_tests(void)
         .before = link_pair_setup,
         .edge.extra_device_opts = "netdev=w0,link=l0,mac=" QRDMA_DP_WIRE_MAC0,
     };
+    QOSGraphTestOptions shared_opts = {
+        .before = link_pair_shared_setup,
+        .edge.extra_device_opts = "netdev=w0,link=l0,mac=" QRDMA_DP_WIRE_MAC0,
+    };
     QOSGraphTestOptions peer_opts = {
         .before = link_peer_setup,
         .edge.extra_device_opts = "link=l0",
     };
+    QOSGraphTestOptions peer_shared_opts = {
+        .before = link_peer_shared_setup,
+        .edge.extra_device_opts = "link=l0,link-share-ram=on",
+    };
 
     qos_add_test("dp/link-rc", QRDMA_NODE_DP, test_link_rc, &pair_opts);
+    qos_add_test("dp/link-one-copy", QRDMA_NODE_DP, test_link_one_copy,
+                 &shared_opts);
     qos_add_test("dp/link-hostile", QRDMA_NODE_DP, test_link_hostile,
                  &peer_opts);
     qos_add_test("dp/link-peer-hangs", QRDMA_NODE_DP, test_link_peer_hangs,
                  &peer_opts);
     qos_add_test("dp/link-migration", QRDMA_NODE_DP, test_link_migration,
+                 &peer_opts);
+    qos_add_test("dp/link-one-copy-peer", QRDMA_NODE_DP,
+                 test_link_one_copy_peer, &peer_shared_opts);
+    qos_add_test("dp/link-extents", QRDMA_NODE_DP, test_link_extents,
                  &peer_opts);
 }
 

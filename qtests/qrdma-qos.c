@@ -71,21 +71,37 @@ static void qrdma_t_post(QrdmaT *t, struct qrdma_cmd *cmd)
     t->pi++;
 }
 
-/* Wait for the completion of the command at index idx. */
-static void qrdma_t_wait(QrdmaT *t, uint32_t idx, struct qrdma_cmpl *cmpl)
+bool qrdma_t_cmd_done(QrdmaT *t, uint32_t idx, struct qrdma_cmpl *cmpl)
 {
     uint64_t addr = qrdma_t_slot_addr(t, t->cmpq, idx, sizeof(*cmpl));
     uint8_t phase = ((idx >> t->log2) & 1) ? 0 : QRDMA_CMPL_F_PHASE;
+
+    qtest_memread(t->qts, addr, cmpl, sizeof(*cmpl));
+    return (cmpl->flags & QRDMA_CMPL_F_PHASE) == phase;
+}
+
+/* Wait for the completion of the command at index idx. */
+static void qrdma_t_wait(QrdmaT *t, uint32_t idx, struct qrdma_cmpl *cmpl)
+{
     gint64 deadline = g_get_monotonic_time() + QRDMA_T_TIMEOUT_US;
 
-    for (;;) {
-        qtest_memread(t->qts, addr, cmpl, sizeof(*cmpl));
-        if ((cmpl->flags & QRDMA_CMPL_F_PHASE) == phase) {
-            return;
-        }
+    while (!qrdma_t_cmd_done(t, idx, cmpl)) {
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
         g_usleep(100);
     }
+}
+
+uint32_t qrdma_t_cmd_start(QrdmaT *t, struct qrdma_cmd *cmd)
+{
+    qrdma_t_post(t, cmd);
+    qrdma_t_writel(t, QRDMA_REG_CMDQ_PI, t->pi);
+    return t->pi - 1;
+}
+
+uint8_t qrdma_t_cmd_wait(QrdmaT *t, uint32_t idx, struct qrdma_cmpl *cmpl)
+{
+    qrdma_t_wait(t, idx, cmpl);
+    return cmpl->status;
 }
 
 uint8_t qrdma_t_exec(QrdmaT *t, struct qrdma_cmd *cmd,

@@ -65,6 +65,13 @@ void qrdma_t_writeq(QrdmaT *t, uint64_t off, uint64_t val);
 /* Post one command, ring the doorbell and wait for its completion. */
 uint8_t qrdma_t_exec(QrdmaT *t, struct qrdma_cmd *cmd,
                      struct qrdma_cmpl *cmpl);
+/*
+ * Post one command and ring the doorbell: its index, for
+ * qrdma_t_cmd_done() (whether it completed, now) or qrdma_t_cmd_wait().
+ */
+uint32_t qrdma_t_cmd_start(QrdmaT *t, struct qrdma_cmd *cmd);
+bool qrdma_t_cmd_done(QrdmaT *t, uint32_t idx, struct qrdma_cmpl *cmpl);
+uint8_t qrdma_t_cmd_wait(QrdmaT *t, uint32_t idx, struct qrdma_cmpl *cmpl);
 /* Post n commands with a single doorbell; completions into cmpl[]. */
 void qrdma_t_exec_batch(QrdmaT *t, struct qrdma_cmd *cmds, unsigned n,
                         struct qrdma_cmpl *cmpl);
