@@ -209,6 +209,7 @@ static void qrdma_link_drop_rings(QrdmaLink *l)
     l->nram = 0;
     l->one_copy = false;
     l->extents_out = false;
+    l->revoked = false;
     if (l->fencing) {
         l->fencing = false;
         timer_del(l->fence_timer);
@@ -337,7 +338,8 @@ static void qrdma_link_retry(void *opaque)
 {
     QrdmaLink *l = opaque;
 
-    if (l->connected && !l->migrating && l->state == QRDMA_LINK_DOWN) {
+    if (l->connected && !l->migrating &&
+        (l->state == QRDMA_LINK_DOWN || l->revoked)) {
         qrdma_link_hello(l);
     }
 }
@@ -470,7 +472,7 @@ static void qrdma_link_take_ram_ack(QrdmaLink *l,
                                     const struct qrdma_link_ram_ack *a)
 {
     /* An answer to an offer of an earlier session is of no use now. */
-    if (a->epoch != l->epoch || l->state == QRDMA_LINK_DOWN) {
+    if (a->epoch != l->epoch || l->state == QRDMA_LINK_DOWN || l->revoked) {
         return;
     }
     if (a->id >= l->nram || a->mapped > 1 || a->rsvd) {
@@ -674,7 +676,7 @@ static bool qrdma_link_by_reference(QrdmaLink *l, const QrdmaPkt *pkt)
 {
     uint32_t f = qrdma_pkt_flags(pkt);
 
-    return l->one_copy && !l->fencing &&
+    return l->one_copy && !l->fencing && !l->revoked &&
            pkt->paylen >= QRDMA_LINK_ONE_COPY_MIN &&
            QRDMA_OP_TRANSPORT(pkt->opcode) == QRDMA_OP_RC &&
            (f & (QRDMA_OPF_SEND | QRDMA_OPF_WRITE)) &&
@@ -946,14 +948,25 @@ static void qrdma_link_fence_expired(void *opaque)
     }
 }
 
-void qrdma_link_reset(QrdmaCore *core)
+void qrdma_link_revoke(QrdmaCore *core)
 {
     QrdmaLink *l = &core->link;
 
-    /* The guest may reuse any of its RAM from now: the session ends. */
-    if (qrdma_link_extents_untaken(l)) {
-        qrdma_link_hello(l);
+    if (!qrdma_link_extents_untaken(l)) {
+        return;
     }
+    trace_qrdma_link_revoked(l->extents_prod);
+    qatomic_store_release(&qrdma_link_hdr(l)->ram_revoked, 1);
+    /* What the peer drops comes again, through the ring. */
+    l->revoked = true;
+    l->one_copy = false;
+    l->extents_out = false;
+    if (l->fencing) {
+        timer_del(l->fence_timer);
+        qemu_bh_schedule(core->cmdq.bh);
+    }
+    /* A new session, in which the peer may read our RAM again. */
+    timer_mod(l->retry_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
 }
 
 /* A block of guest RAM is going away: it is shared no more. */

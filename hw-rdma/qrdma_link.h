@@ -88,6 +88,7 @@ typedef struct QrdmaLink {
     bool extents_out;                   /* some slot named guest RAM */
     uint32_t extents_prod;
     bool fencing;
+    bool revoked;                       /* ram_revoked set: none till HELLO */
     QEMUTimer *fence_timer;
     RAMBlockNotifier ram_notifier;
     /* The peer's RAM, mapped read-only (NULL: none), and extents' pieces. */
@@ -126,7 +127,11 @@ void qrdma_link_resume(QrdmaCore *core);
 bool qrdma_link_fence(QrdmaCore *core);
 void qrdma_link_fence_done(QrdmaCore *core);
 
-/* The device was reset: the peer may read none of the guest's RAM now. */
-void qrdma_link_reset(QrdmaCore *core);
+/*
+ * The guest may reuse RAM a slot the peer has yet to take names (a reset,
+ * a QP's work flushed): the peer is to read none of it now, and gets a
+ * new session.
+ */
+void qrdma_link_revoke(QrdmaCore *core);
 
 #endif /* HW_RDMA_QRDMA_LINK_H */

@@ -782,6 +782,9 @@ void qrdma_qp_cqe(QrdmaCore *core, QrdmaQp *qp, bool recv,
         qp->fatal = true;
         qp->state = QRDMA_QPS_ERR;
         trace_qrdma_qp_error(qp->qpn, qp->state);
+        if (qp->type == QRDMA_QPT_RC) {
+            qrdma_link_revoke(core);
+        }
         qrdma_event(core, QRDMA_EV_QP_FATAL, qp->qpn);
     }
 }
@@ -798,5 +801,9 @@ void qrdma_qp_to_err(QrdmaCore *core, QrdmaQp *qp, bool sq_only)
     qp->state = sq_only && from != QRDMA_QPS_ERR ? QRDMA_QPS_SQE :
                 QRDMA_QPS_ERR;
     trace_qrdma_qp_error(qp->qpn, qp->state);
+    /* Its work flushed, the guest may reuse what the peer has yet to read. */
+    if (qp->type == QRDMA_QPT_RC) {
+        qrdma_link_revoke(core);
+    }
     qrdma_dp_qp_modified(core, qp, from);
 }

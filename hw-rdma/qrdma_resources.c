@@ -98,7 +98,7 @@ void qrdma_resources_reset(QrdmaCore *core)
     g_hash_table_remove_all(core->mcast_index);
     memset(core->gid, 0, sizeof(core->gid));
     qrdma_fabric_gids_changed(&core->port);
-    qrdma_link_reset(core);
+    qrdma_link_revoke(core);
     qrdma_link_gids_changed(core);
 }
 

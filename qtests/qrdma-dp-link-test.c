@@ -1074,12 +1074,47 @@ static void test_link_one_copy_peer(void *obj, void *data,
                                      __ATOMIC_ACQUIRE), ==, 1);
     qrdma_dp_wire_expect_count(&e, "link-errors", errors + 1);
     peer_expect(&p, QRDMA_LINK_MSG_BYE, fds);
+    e.retry_cnt = 1;
+    g_assert_cmpuint(qrdma_t_destroy(&e.t, QRDMA_CMD_DESTROY_QP, 0, a.qpn),
+                     ==, QRDMA_STATUS_OK);
 
-    /* offered again in a new session; an answer to no offer breaks it */
+    /*
+     * Offered again in a new session.  A QP that fails (its retries run
+     * out) while we have yet to take the slots naming its SEND: the RAM
+     * is taken back as its work completes, and a new session follows,
+     * with no error.
+     */
     peer_take_hello(&p);
     peer_take_ram(&p);
     peer_hello(&p);
     link_expect_up(&e.t, true);
+    peer_ram_ack(&p, 0, p.dev_epoch);
+    for (i = 0; i < 500 && !qom_bool(&e.t, "link-one-copy"); i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_true(qom_bool(&e.t, "link-one-copy"));
+    g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
+                     ==, 0);
+    qrdma_dp_to_rtr(&e, &a, 0x99);
+    qrdma_dp_to_rts(&e, &a, 0);
+    w.wr_id = 0xa5;
+    qrdma_dp_post_send(&e, &a, &w);
+    for (i = 0; i < 200 && dev_hdr(&p)->prod == p.cons; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(dev_hdr(&p)->prod, !=, p.cons);
+    g_assert_cmpuint(dev_hdr(&p)->ram_revoked, ==, 0);
+    qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0xa5, a.qpn,
+                                 QRDMA_WC_RETRY_EXC_ERR, SCALE_MS, 400);
+    g_assert_cmpuint(__atomic_load_n(&dev_hdr(&p)->ram_revoked,
+                                     __ATOMIC_ACQUIRE), ==, 1);
+    peer_take_hello(&p);
+    peer_take_ram(&p);
+    peer_hello(&p);
+    link_expect_up(&e.t, true);
+    g_assert_cmpuint(qrdma_t_qom_get(&e.t, "link-errors"), ==, errors + 1);
+
+    /* an answer to no offer breaks the protocol */
     peer_ram_ack(&p, 5, p.dev_epoch);
     qrdma_dp_wire_expect_count(&e, "link-errors", errors + 2);
     link_expect_up(&e.t, false);
