@@ -23,6 +23,14 @@ and have sent and received next to nothing on the wire:
 
     scripts/run-functional test_wire_pair.py LinkQrdmaQrdma
 
+LinkOneCopyQrdmaQrdma runs the tests that move large data by SEND,
+WRITE and READ, checked, over the link in its one-copy mode (each
+guest's RAM a shared memfd, link-share-ram=on): the same checks, and at
+the end each side's peer must have mapped its RAM (link-one-copy) and
+copied payloads straight from there (link-pkts-one-copy):
+
+    scripts/run-functional test_wire_pair.py LinkOneCopyQrdmaQrdma
+
 A class's TESTS are the tests between the setup and the final checks;
 QRDMA_WIRE_TESTS (comma-separated) runs those instead, and QRDMA_PP_ITERS,
 QRDMA_BW_ITERS, QRDMA_LAT_ITERS and QRDMA_FIO_SIZE set the iterations of
@@ -83,6 +91,9 @@ DESCRIPTIONS = {
     'link_counters': 'the tests\' RDMA took the link: each side sent and received over it '
                      '(link-pkts-sent, link-pkts-rcvd), still up, no link error, and at most '
                      f'{LINK_WIRE_SHARE:.0%} of its RoCE packets on the wire',
+    'link_one_copy': 'the link\'s one-copy mode carried large payloads both ways: each '
+                     'side\'s peer has its RAM mapped (link-one-copy) and copied packets '
+                     'straight from it (link-pkts-one-copy)',
     'faults_met': 'behind the impairing relay: the transports met its faults (duplicates, '
                   'out-of-sequence requests, NAKs, retransmits or ICRC drops counted)',
     'device_down': 'each side\'s device goes away (rmmod qrdma, rdma link delete rxe0)',
@@ -95,8 +106,8 @@ DESCRIPTIONS = {
 BOTH = ('ping', 'wire_counters', 'faults_met', 'device_down', 'pair_dmesg_clean')
 NVME = ('nvme', 'nvme_fio')
 # Steps that run even after the fuse blew, and do not count towards it.
-ALWAYS = ('setup', 'link_up', 'ping', 'wire_counters', 'link_counters', 'device_down',
-          'pair_dmesg_clean')
+ALWAYS = ('setup', 'link_up', 'ping', 'wire_counters', 'link_counters', 'link_one_copy',
+          'device_down', 'pair_dmesg_clean')
 # Each test's TCP or rdma_cm port: this and its step's number.
 PORT_BASE = 18000
 # What A's half may take to say its server listens (an IPv6 neighbour
@@ -128,7 +139,8 @@ class WireSteps:
     behind the relay, which adds faults_met; SETTINGS, variables of the
     guest halves (PP_ITERS, BW_ITERS, LAT_ITERS, FIO_SIZE), each of which
     QRDMA_NAME in the environment overrides; LINK for a pair joined by the
-    same-host link too, which adds link_up and link_counters."""
+    same-host link too, which adds link_up and link_counters, and
+    SHARE_RAM for the link's one-copy mode, which adds link_one_copy."""
 
     NAME = 'wire'
     SCRIPT = 'tests/vm/wire-pair.sh'
@@ -156,6 +168,8 @@ class WireSteps:
             steps.append('wire_counters')
             if cls.LINK:
                 steps.append('link_counters')
+            if cls.SHARE_RAM:
+                steps.append('link_one_copy')
             if cls.RELAY:
                 steps.append('faults_met')
         steps += ['device_down', 'pair_dmesg_clean']
@@ -196,6 +210,9 @@ class WireSteps:
             elif name == 'link_counters':
                 self.need_setup()
                 self.link_counters()
+            elif name == 'link_one_copy':
+                self.need_setup()
+                self.link_one_copy()
             elif name in BOTH:
                 if name not in ('device_down', 'pair_dmesg_clean'):
                     self.need_setup()
@@ -255,6 +272,29 @@ class WireSteps:
         if problems:
             self.fail('\n'.join(problems))
 
+    def link_one_copy(self):
+        """Each side's peer has its RAM mapped, and copied packets from it:
+        each side sends large payloads (the pingpongs both ways, perftest
+        from B, nvme_fio's reads from A)."""
+        problems = []
+        for role in ROLES:
+            state = self.pair.link_state(role)
+            one_copy, sent = state['link-one-copy'], state['link-pkts-one-copy']
+            self.figures.append((self.step_name, f'{role} link-pkts-one-copy', str(sent)))
+            self.info(f'{role.upper()}: link-one-copy {str(one_copy).lower()}, '
+                      f'{sent} of link-pkts-sent {state["link-pkts-sent"]} copied by the '
+                      'peer from its RAM')
+            if not one_copy:
+                problems.append(f'{role.upper()}: link-one-copy false: the peer has not '
+                                'mapped its RAM')
+            if not sent:
+                problems.append(f'{role.upper()}: link-pkts-one-copy 0: nothing crossed '
+                                'by reference')
+            if state['link-errors']:
+                problems.append(f'{role.upper()}: link-errors {state["link-errors"]}')
+        if problems:
+            self.fail('\n'.join(problems))
+
     def nvme(self, name):
         """NVMe over RDMA: A's target up, t_NAME in B, A's target down."""
         target = self.call('a', 'nvme_target_up', timeout=120)
@@ -286,6 +326,25 @@ class LinkQrdmaQrdma(WireSteps, PairTest):
     NAME = 'link'
     KINDS = ('qrdma', 'qrdma')
     LINK = True
+
+
+# Over the link's one-copy mode, what moves payloads of 4 KiB and more
+# (what crosses by reference), most of it checked: SENDs both ways (the
+# pingpongs at 4, 8 and 64 KiB, ib_send_bw from B), WRITEs (ib_write_bw
+# from B, A's target answering nvme_fio's reads) and READs (ib_read_bw,
+# rping -V, A's target taking nvme_fio's writes), which cross the ring.
+ONE_COPY_TESTS = ('rc_pingpong', 'rc_pingpong_ipv6', 'rc_pingpong_mtu4096', 'send_bw',
+                  'write_bw', 'read_bw', 'rping', 'nvme_fio')
+
+
+class LinkOneCopyQrdmaQrdma(WireSteps, PairTest):
+    """Both ends qrdma, joined by the same-host link in its one-copy mode:
+    each guest's RAM a shared memfd its peer's QEMU maps."""
+    NAME = 'link-one-copy'
+    KINDS = ('qrdma', 'qrdma')
+    LINK = True
+    SHARE_RAM = True
+    TESTS = ONE_COPY_TESTS
 
 
 class WireRxeRxe(WireSteps, PairTest):

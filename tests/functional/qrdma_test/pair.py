@@ -36,6 +36,13 @@ Every life of a VM gets the same chardev.  The link does not migrate, so
 such a pair does not either.  device_prop reads a property of a role's
 device (id rdma0) through QMP, link_state the link's, and wait_link
 waits for link-up to be true (or false) on the roles it names.
+
+With share_ram=True as well, each VM's RAM is a memfd shared with QEMU's
+peer (memory-backend-memfd, share=on, sealed, as its default is; the
+machine's memory-backend, of the VM's size) and each device has
+link-share-ram=on: the link's one-copy mode, in which the peer copies
+large RC SEND and WRITE payloads straight from the sender's guest RAM
+(link-one-copy, link-pkts-one-copy).
 """
 
 import logging
@@ -69,7 +76,10 @@ LINK_CHARDEV = 'rlink'
 # The device's properties of the same-host link, and its packet counters
 # (which count the link's packets too).
 LINK_PROPS = ('link-up', 'link-ups', 'link-pkts-sent', 'link-pkts-rcvd',
-              'link-tx-dropped', 'link-errors', 'pkts-sent', 'pkts-rcvd')
+              'link-tx-dropped', 'link-errors', 'link-one-copy', 'link-pkts-one-copy',
+              'pkts-sent', 'pkts-rcvd')
+# A VM's RAM with share_ram: the memory backend the link's peer maps.
+SHARED_RAM = 'ram0'
 # How often wait_link asks.
 LINK_POLL_S = 0.1
 
@@ -211,16 +221,21 @@ class Pair:
     build/vm-out/NAME/a/ and b/.  smp, mem and append (the end of both
     kernel command lines) as run-vm's; relay: the relay's options, or
     None for a plain wire; link: the two qrdma devices joined by the
-    same-host link too (see the head of this file)."""
+    same-host link too, and share_ram: in its one-copy mode (see the
+    head of this file)."""
 
     def __init__(self, name, kind_a, kind_b, *, relay=None, smp=1,
-                 mem='2G', append='', args=(), migratable=(), link=False):
+                 mem='2G', append='', args=(), migratable=(), link=False,
+                 share_ram=False):
         for kind in (kind_a, kind_b):
             if kind not in KINDS:
                 raise ValueError(f'a kind is one of {KINDS}, not {kind!r}')
         if link and (kind_a, kind_b) != ('qrdma', 'qrdma'):
             raise ValueError(f'the link joins two qrdma devices, not {kind_a} and {kind_b}')
+        if share_ram and not link:
+            raise ValueError('share_ram is the link\'s one-copy mode: it needs link=True')
         self.link = link
+        self.share_ram = share_ram
         self.name = name
         self.kinds = {'a': kind_a, 'b': kind_b}
         self.label = f'A={kind_a} B={kind_b}'
@@ -275,6 +290,14 @@ class Pair:
             if self.link:
                 args += ['-chardev', self.wire.link_chardev(role)]
                 device += f',link={LINK_CHARDEV}'
+            if self.share_ram:
+                # The device offers its peer only RAM that is a sealed
+                # memfd (as memory-backend-memfd's is by default), and
+                # QEMU wants the machine's backend of -m's size.
+                args += ['-object', f'memory-backend-memfd,id={SHARED_RAM},size={self.mem},'
+                         'share=on',
+                         '-machine', f'memory-backend={SHARED_RAM}']
+                device += ',link-share-ram=on'
             args += ['-device', device]
         options['args'] = args + self.args
         return QrdmaVM(f'{self.name}-{role}{tag}', **options)

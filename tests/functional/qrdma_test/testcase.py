@@ -108,8 +108,8 @@ class PairTest(QrdmaTest):
     QRDMA_RUN_SUFFIX's end if the environment has one) and SCRIPT (its
     guest side's shell functions, a file of the checkout); RELAY (the
     relay's options), APPEND (both kernel command lines' end), LINK (the
-    two qrdma devices joined by the same-host link too) if it wants
-    them.
+    two qrdma devices joined by the same-host link too) and SHARE_RAM
+    (the link in its one-copy mode) if it wants them.
 
     The figures its guest halves give (pair_result) it keeps, under the
     name of the step that ran them, and writes, once the scenario is over,
@@ -122,6 +122,7 @@ class PairTest(QrdmaTest):
     RELAY = None
     APPEND = ''
     LINK = False
+    SHARE_RAM = False
     # The roles whose VMs a step migrates.
     MIGRATABLE = ()
 
@@ -137,7 +138,8 @@ class PairTest(QrdmaTest):
         cls.log_path, handler = _harness_log(cls.run_name)
         cls.addClassCleanup(_close_harness_log, handler)
         cls.pair = Pair(cls.run_name, kind_a, kind_b, relay=cls.RELAY,
-                        append=cls.APPEND, migratable=cls.MIGRATABLE, link=cls.LINK)
+                        append=cls.APPEND, migratable=cls.MIGRATABLE, link=cls.LINK,
+                        share_ram=cls.SHARE_RAM)
         cls.addClassCleanup(cls._close_pair)
         cls.pair_ready = False
 
@@ -265,7 +267,9 @@ class PairTest(QrdmaTest):
                 f'link-pkts-sent {state["link-pkts-sent"]} of pkts-sent {state["pkts-sent"]}, '
                 f'link-pkts-rcvd {state["link-pkts-rcvd"]} of pkts-rcvd {state["pkts-rcvd"]}, '
                 f'link-tx-dropped {state["link-tx-dropped"]}, '
-                f'link-errors {state["link-errors"]}')
+                f'link-errors {state["link-errors"]}, '
+                f'link-one-copy {str(state["link-one-copy"]).lower()}, '
+                f'link-pkts-one-copy {state["link-pkts-one-copy"]}')
         return line, state
 
     # --- a server in A and its client in B ---------------------------------------
