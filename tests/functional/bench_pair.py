@@ -29,6 +29,14 @@ sides' link stayed up with no error and each sent over it meanwhile,
 "failed" and why otherwise, with the packets each sent over the link and
 on the wire; a measurement whose traffic did not take the link fails
 its step, whatever its figure.
+
+BenchPairQrdmaLinkOneCopy measures the same over the link in its
+one-copy mode (qrdma_test.Pair's share_ram; its run is
+bench-link1c-qrdma-qrdma): its "PROG SIZE B link" has the packets each
+side sent by reference too, and is "failed" also where a side's peer has
+not mapped its RAM (link-one-copy false) or where B, the client, sent
+RC SENDs or WRITEs of ONE_COPY_MIN bytes or more and none by reference
+(link-pkts-one-copy did not move).
 """
 
 import os
@@ -71,7 +79,14 @@ def describe(name):
 
 
 # The counters of a side's link_state that keep_link compares.
-LINK_COUNTERS = ('link-pkts-sent', 'link-tx-dropped', 'link-errors', 'pkts-sent')
+LINK_COUNTERS = ('link-pkts-sent', 'link-tx-dropped', 'link-errors', 'link-pkts-one-copy',
+                 'pkts-sent')
+# In the link's one-copy mode, the least payload of an RC SEND or WRITE
+# that crosses by reference (docs/specs/qrdma.rst, "The one-copy mode"),
+# and the programs whose client sends such requests: ib_read_bw's READ
+# responses, and smaller payloads, cross the ring in that mode too.
+ONE_COPY_MIN = 4096
+ONE_COPY_PROGS = ('ib_write_bw', 'ib_send_bw')
 
 
 def _counters(text):
@@ -172,7 +187,7 @@ class BenchSteps:
                               f'--- {client.describe()}\n{client.output}')
         self.keep_recovery(f'{prog} {size} B', before, self.recovery())
         if self.LINK:
-            failed += self.keep_link(f'{prog} {size} B', link_before, self.link_states())
+            failed += self.keep_link(prog, size, link_before, self.link_states())
         if values:
             median = statistics.median(float(v) for v in values)
             self.figures.append((self.step_name, f'{prog} {size} B {unit}', f'{median:g}'))
@@ -196,22 +211,31 @@ class BenchSteps:
         """Each side's link_state, with the link; else None."""
         return {role: self.pair.link_state(role) for role in ROLES} if self.LINK else None
 
-    def keep_link(self, what, before, after):
-        """Whether the link carried what ran between before and after (each
-        side's link_state), as the figure "WHAT link": "ok" or "failed",
-        why, and the packets each side sent over the link and on the wire;
-        why not, if it did not."""
+    def keep_link(self, prog, size, before, after):
+        """Whether the link carried prog's runs at size between before and
+        after (each side's link_state), in its one-copy mode with
+        SHARE_RAM, as the figure "PROG SIZE B link": "ok" or "failed",
+        why, and the packets each side sent over the link (by reference
+        among them) and on the wire; why not, if it did not."""
+        what = f'{prog} {size} B'
         moved, why = [], []
         for role in ROLES:
             delta = {k: after[role][k] - before[role][k] for k in LINK_COUNTERS}
             wire = delta['pkts-sent'] - delta['link-pkts-sent'] - delta['link-tx-dropped']
-            moved.append(f'{role}: link {delta["link-pkts-sent"]} wire {wire}')
+            moved.append(f'{role}: link {delta["link-pkts-sent"]}' +
+                         (f' one-copy {delta["link-pkts-one-copy"]}' if self.SHARE_RAM else '') +
+                         f' wire {wire}')
             if not after[role]['link-up']:
                 why.append(f'{role.upper()}\'s link down')
             if delta['link-errors']:
                 why.append(f'{role.upper()} link-errors +{delta["link-errors"]}')
             if not delta['link-pkts-sent']:
                 why.append(f'{role.upper()} sent nothing over the link')
+            if self.SHARE_RAM and not after[role]['link-one-copy']:
+                why.append(f'{role.upper()}\'s RAM not mapped by its peer')
+            if (self.SHARE_RAM and role == 'b' and prog in ONE_COPY_PROGS and
+                    size >= ONE_COPY_MIN and not delta['link-pkts-one-copy']):
+                why.append('B sent nothing by reference')
         value = ' '.join(['failed: ' + ', '.join(why) + ';' if why else 'ok', *moved])
         self.figures.append((self.step_name, f'{what} link', value))
         self.info(f'link: {value}')
@@ -251,6 +275,15 @@ class BenchPairQrdmaLink(BenchSteps, PairTest):
     NAME = 'bench-link'
     KINDS = ('qrdma', 'qrdma')
     LINK = True
+
+
+class BenchPairQrdmaLinkOneCopy(BenchSteps, PairTest):
+    """Both ends qrdma, joined by the same-host link in its one-copy mode:
+    each guest's RAM a shared memfd its peer's QEMU maps."""
+    NAME = 'bench-link1c'
+    KINDS = ('qrdma', 'qrdma')
+    LINK = True
+    SHARE_RAM = True
 
 
 class BenchPairRxeRxe(BenchSteps, PairTest):
