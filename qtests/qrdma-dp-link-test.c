@@ -156,6 +156,17 @@ static void link_expect_up(QrdmaT *t, bool want)
     g_assert_cmpint(link_up(t), ==, want);
 }
 
+/* Waits up to 5 s for the peer to have mapped the device's RAM. */
+static void link_expect_one_copy(QrdmaT *t)
+{
+    int i;
+
+    for (i = 0; i < 500 && !qom_bool(t, "link-one-copy"); i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_true(qom_bool(t, "link-one-copy"));
+}
+
 static const uint8_t gid15[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 };
 static const uint8_t gid16[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 16 };
 static const uint8_t gid_group[16] = { 0xff };
@@ -610,10 +621,9 @@ static void peer_publish(LinkPeer *p, uint32_t prod)
     g_assert_cmpint(write(p->dev_kick, &one, sizeof(one)), ==, sizeof(one));
 }
 
-/* The device's next descriptor, within 2 s; its payload to payload. */
-static struct qrdma_link_desc peer_next(LinkPeer *p, void *payload)
+/* Until the device has a descriptor for us, 2 s at most. */
+static void peer_wait_desc(LinkPeer *p)
 {
-    struct qrdma_link_desc d;
     int i;
 
     for (i = 0; i < 200; i++) {
@@ -623,6 +633,14 @@ static struct qrdma_link_desc peer_next(LinkPeer *p, void *payload)
         g_usleep(10 * 1000);
     }
     g_assert_cmpuint(dev_hdr(p)->prod, !=, p->cons);
+}
+
+/* The device's next descriptor, within 2 s; its payload to payload. */
+static struct qrdma_link_desc peer_next(LinkPeer *p, void *payload)
+{
+    struct qrdma_link_desc d;
+
+    peer_wait_desc(p);
     memcpy(&d, (const struct qrdma_link_desc *)
            (p->dev_ring + QRDMA_LINK_DESC_OFFSET) + p->cons % QRDMA_LINK_SLOTS,
            sizeof(d));
@@ -906,13 +924,7 @@ static struct qrdma_link_desc peer_next_big(LinkPeer *p, uint8_t *buf,
     struct qrdma_link_desc d;
     int i;
 
-    for (i = 0; i < 200; i++) {
-        if (__atomic_load_n(&dev_hdr(p)->prod, __ATOMIC_ACQUIRE) != p->cons) {
-            break;
-        }
-        g_usleep(10 * 1000);
-    }
-    g_assert_cmpuint(dev_hdr(p)->prod, !=, p->cons);
+    peer_wait_desc(p);
     memcpy(&d, (const struct qrdma_link_desc *)
            (p->dev_ring + QRDMA_LINK_DESC_OFFSET) + slot, sizeof(d));
     g_assert_cmpuint(*off + d.paylen, <=, room);
@@ -1024,10 +1036,7 @@ static void test_link_one_copy_peer(void *obj, void *data,
 
     /* mapped: by reference, the bytes where the extents say */
     peer_ram_ack(&p, 0, p.dev_epoch);
-    for (i = 0; i < 500 && !qom_bool(&e.t, "link-one-copy"); i++) {
-        g_usleep(10 * 1000);
-    }
-    g_assert_true(qom_bool(&e.t, "link-one-copy"));
+    link_expect_one_copy(&e.t);
     one = qrdma_t_qom_get(&e.t, "link-pkts-one-copy");
     memset(got, 0, LEN);
     w.wr_id = 0xa2;
@@ -1043,9 +1052,7 @@ static void test_link_one_copy_peer(void *obj, void *data,
     /* a command waits while we have not taken a slot naming guest RAM */
     w.wr_id = 0xa3;
     qrdma_dp_post_send(&e, &a, &w);
-    for (i = 0; i < 200 && dev_hdr(&p)->prod == p.cons; i++) {
-        g_usleep(10 * 1000);
-    }
+    peer_wait_desc(&p);
     cmd.destroy.handle = cpu_to_le32(spare[0]);
     idx = qrdma_t_cmd_start(&e.t, &cmd);
     g_usleep(300 * 1000);
@@ -1061,9 +1068,7 @@ static void test_link_one_copy_peer(void *obj, void *data,
     errors = qrdma_t_qom_get(&e.t, "link-errors");
     w.wr_id = 0xa4;
     qrdma_dp_post_send(&e, &a, &w);
-    for (i = 0; i < 200 && dev_hdr(&p)->prod == p.cons; i++) {
-        g_usleep(10 * 1000);
-    }
+    peer_wait_desc(&p);
     g_assert_cmpuint(dev_hdr(&p)->ram_revoked, ==, 0);
     cmd.destroy.handle = cpu_to_le32(spare[1]);
     t0 = g_get_monotonic_time();
@@ -1089,20 +1094,14 @@ static void test_link_one_copy_peer(void *obj, void *data,
     peer_hello(&p);
     link_expect_up(&e.t, true);
     peer_ram_ack(&p, 0, p.dev_epoch);
-    for (i = 0; i < 500 && !qom_bool(&e.t, "link-one-copy"); i++) {
-        g_usleep(10 * 1000);
-    }
-    g_assert_true(qom_bool(&e.t, "link-one-copy"));
+    link_expect_one_copy(&e.t);
     g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
                      ==, 0);
     qrdma_dp_to_rtr(&e, &a, 0x99);
     qrdma_dp_to_rts(&e, &a, 0);
     w.wr_id = 0xa5;
     qrdma_dp_post_send(&e, &a, &w);
-    for (i = 0; i < 200 && dev_hdr(&p)->prod == p.cons; i++) {
-        g_usleep(10 * 1000);
-    }
-    g_assert_cmpuint(dev_hdr(&p)->prod, !=, p.cons);
+    peer_wait_desc(&p);
     g_assert_cmpuint(dev_hdr(&p)->ram_revoked, ==, 0);
     qrdma_dp_expect_cqe_stepping(&e, &e.cq, 0xa5, a.qpn,
                                  QRDMA_WC_RETRY_EXC_ERR, SCALE_MS, 400);
@@ -1155,6 +1154,15 @@ static void peer_expect_ram_ack(LinkPeer *p, uint32_t id, uint32_t epoch)
     g_assert_cmpuint(a.id, ==, id);
     g_assert_cmpuint(a.epoch, ==, epoch);
     g_assert_cmpuint(a.mapped, ==, 1);
+}
+
+/* Our RAM in fd, bytes long, offered as RAM 0 of a new session: mapped. */
+static void peer_share_ram(LinkPeer *p, int fd, uint32_t *epoch,
+                           uint64_t bytes)
+{
+    ++*epoch;
+    peer_offer_ram(p, fd, 0, *epoch, bytes);
+    peer_expect_ram_ack(p, 0, *epoch);
 }
 
 /*
@@ -1222,8 +1230,7 @@ static void test_link_extents(void *obj, void *data, QGuestAllocator *alloc)
     peer_take_hello(&p);
     peer_hello(&p);
     link_expect_up(&e.t, true);
-    peer_offer_ram(&p, fd, 0, epoch, RAM);
-    peer_expect_ram_ack(&p, 0, epoch);
+    peer_share_ram(&p, fd, &epoch, RAM);
     g_assert_cmpuint(qrdma_dp_create_qp(&e, &a, QRDMA_QPT_RC, 0, &e.cq, &e.cq),
                      ==, 0);
     qrdma_dp_to_rtr(&e, &a, 0x99);
@@ -1271,8 +1278,7 @@ static void test_link_extents(void *obj, void *data, QGuestAllocator *alloc)
     peer_after_error(&p, &e, errors++);
 
     /* an extent past the end of its RAM */
-    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
-    peer_expect_ram_ack(&p, 0, epoch);
+    peer_share_ram(&p, fd, &epoch, RAM);
     memcpy(bad, two, sizeof(bad));
     bad[1].offset = RAM - 100;
     peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, bad, 2);
@@ -1285,15 +1291,13 @@ static void test_link_extents(void *obj, void *data, QGuestAllocator *alloc)
     peer_after_error(&p, &e, errors++);
 
     /* no extents */
-    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
-    peer_expect_ram_ack(&p, 0, epoch);
+    peer_share_ram(&p, fd, &epoch, RAM);
     peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, two, 0);
     peer_publish(&p, ++p.prod);
     peer_after_error(&p, &e, errors++);
 
     /* extents that add up to less than the payload */
-    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
-    peer_expect_ram_ack(&p, 0, epoch);
+    peer_share_ram(&p, fd, &epoch, RAM);
     memcpy(bad, two, sizeof(bad));
     bad[1].len -= 1;
     peer_write_ext(&p, &e, a.qpn, psn, LEN / 1024, LEN, bad, 2);
@@ -1301,8 +1305,7 @@ static void test_link_extents(void *obj, void *data, QGuestAllocator *alloc)
     peer_after_error(&p, &e, errors++);
 
     /* extents for a READ response: only requests may have them */
-    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
-    peer_expect_ram_ack(&p, 0, epoch);
+    peer_share_ram(&p, fd, &epoch, RAM);
     d = peer_write_ext(&p, &e, a.qpn, psn, 1, 1024, two, 1);
     d->opcode = OP_RC_READ_RESP_ONLY;
     d->last_opcode = 0;
@@ -1315,8 +1318,7 @@ static void test_link_extents(void *obj, void *data, QGuestAllocator *alloc)
     peer_after_error(&p, &e, errors++);
 
     /* a burst of more packets than one slot may name */
-    peer_offer_ram(&p, fd, 0, ++epoch, RAM);
-    peer_expect_ram_ack(&p, 0, epoch);
+    peer_share_ram(&p, fd, &epoch, RAM);
     peer_write_ext(&p, &e, a.qpn, psn, QRDMA_LINK_EXTENT_PKTS + 1, LEN, two,
                    2);
     peer_publish(&p, ++p.prod);
