@@ -435,7 +435,7 @@ static bool qrdma_get_link_one_copy(Object *obj, Error **errp)
 {
     QrdmaLink *l = &QRDMA(obj)->core.link;
 
-    return l->state == QRDMA_LINK_UP && l->one_copy;
+    return l->state == QRDMA_LINK_UP && qrdma_link_one_copy(l);
 }
 
 static void qrdma_instance_init(Object *obj)

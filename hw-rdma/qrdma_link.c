@@ -207,7 +207,6 @@ static void qrdma_link_drop_rings(QrdmaLink *l)
         }
     }
     l->nram = 0;
-    l->one_copy = false;
     l->extents_out = false;
     l->revoked = false;
     if (l->fencing) {
@@ -482,7 +481,6 @@ static void qrdma_link_take_ram_ack(QrdmaLink *l,
     trace_qrdma_link_ram_acked(a->id, a->epoch, a->mapped);
     if (a->mapped && l->ram[a->id].rb) {
         l->ram[a->id].acked = true;
-        l->one_copy = true;
     }
 }
 
@@ -667,6 +665,21 @@ static uint8_t qrdma_link_opcode_at(const QrdmaPkt *pkt, uint32_t i)
            qrdma_op_middle(pkt->opcode);
 }
 
+bool qrdma_link_one_copy(const QrdmaLink *l)
+{
+    unsigned i;
+
+    if (l->revoked) {
+        return false;
+    }
+    for (i = 0; i < l->nram; i++) {
+        if (l->ram[i].acked) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
  * Whether the peer may copy pkt's payload from our guest's RAM: an RC
  * request's (completed only once ACKed, so after the copy), that is in
@@ -676,7 +689,7 @@ static bool qrdma_link_by_reference(QrdmaLink *l, const QrdmaPkt *pkt)
 {
     uint32_t f = qrdma_pkt_flags(pkt);
 
-    return l->one_copy && !l->fencing && !l->revoked &&
+    return !l->fencing && qrdma_link_one_copy(l) &&
            pkt->paylen >= QRDMA_LINK_ONE_COPY_MIN &&
            QRDMA_OP_TRANSPORT(pkt->opcode) == QRDMA_OP_RC &&
            (f & (QRDMA_OPF_SEND | QRDMA_OPF_WRITE)) &&
@@ -911,7 +924,7 @@ bool qrdma_link_fence(QrdmaCore *core)
 {
     QrdmaLink *l = &core->link;
 
-    if (!l->one_copy || l->state != QRDMA_LINK_UP) {
+    if (!qrdma_link_one_copy(l) || l->state != QRDMA_LINK_UP) {
         return true;
     }
     /* From here to the commands' end, no slot names guest RAM. */
@@ -959,7 +972,6 @@ void qrdma_link_revoke(QrdmaCore *core)
     qatomic_store_release(&qrdma_link_hdr(l)->ram_revoked, 1);
     /* What the peer drops comes again, through the ring. */
     l->revoked = true;
-    l->one_copy = false;
     l->extents_out = false;
     if (l->fencing) {
         timer_del(l->fence_timer);
@@ -982,10 +994,6 @@ static void qrdma_link_ram_removed(RAMBlockNotifier *n, void *host,
             l->ram[i].rb = NULL;
             l->ram[i].acked = false;
         }
-    }
-    l->one_copy = false;
-    for (i = 0; i < l->nram; i++) {
-        l->one_copy |= l->ram[i].acked;
     }
 }
 

@@ -75,8 +75,8 @@ typedef struct QrdmaLink {
 
     /*
      * The one-copy mode.  Ours: the RAM offered in the session of our
-     * HELLO number epoch, whether the peer has any of it mapped, and
-     * prod after the last slot that named some; while fencing, until
+     * HELLO number epoch (acked: the peer has it mapped), and prod after
+     * the last slot that named some; while fencing, until
      * the peer has taken that slot, the guest's commands wait and
      * payloads take the ring.
      */
@@ -84,7 +84,6 @@ typedef struct QrdmaLink {
     uint32_t epoch;
     QrdmaLinkRam ram[QRDMA_LINK_RAM_REGIONS];
     unsigned nram;
-    bool one_copy;
     bool extents_out;                   /* some slot named guest RAM */
     uint32_t extents_prod;
     bool fencing;
@@ -117,6 +116,12 @@ void qrdma_link_gids_changed(QrdmaCore *core);
 
 /* The VM goes on: take what the peer sent while it was stopped. */
 void qrdma_link_resume(QrdmaCore *core);
+
+/*
+ * Whether payloads may cross by reference now: the peer has RAM of ours
+ * mapped in this session, which we have not taken back.
+ */
+bool qrdma_link_one_copy(const QrdmaLink *l);
 
 /*
  * Whether the guest's commands may run: false while the peer may still
