@@ -171,6 +171,33 @@ static const uint8_t gid15[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 };
 static const uint8_t gid16[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 16 };
 static const uint8_t gid_group[16] = { 0xff };
 
+/*
+ * An RDMA WRITE (opcode) of len bytes of e0's data to e1's over a, or an
+ * RDMA READ of them back into e0's, cleared first: the bytes that arrive
+ * checked against src.
+ */
+static void link_rdma(QrdmaDpEnv *e0, QrdmaDpQp *a, QrdmaDpEnv *e1,
+                      uint8_t opcode, uint64_t wr_id, const uint8_t *src,
+                      uint8_t *got, uint32_t len)
+{
+    bool read = opcode == QRDMA_WR_RDMA_READ;
+    QrdmaDpEnv *to = read ? e0 : e1;
+    struct qrdma_sq_wqe w;
+
+    if (read) {
+        qtest_memset(e0->t.qts, e0->data, 0, len);
+    }
+    w = qrdma_dp_wqe_sge(wr_id, opcode, e0->data, len, e0->lkey);
+    w.rdma.remote_addr = cpu_to_le64(e1->data);
+    w.rdma.rkey = cpu_to_le32(e1->rkey);
+    qrdma_dp_post_send(e0, a, &w);
+    qrdma_dp_expect_cqe(e0, &e0->cq, wr_id, a->qpn,
+                        read ? QRDMA_WC_RDMA_READ : QRDMA_WC_RDMA_WRITE,
+                        QRDMA_WC_SUCCESS);
+    qtest_memread(to->t.qts, to->data, got, len);
+    g_assert_cmpmem(got, len, src, len);
+}
+
 static void test_link_rc(void *obj, void *data, QGuestAllocator *alloc)
 {
     enum { LEN = 3000, BIG = 60 * 1024 };
@@ -211,23 +238,8 @@ static void test_link_rc(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "link-pkts-sent"), ==, sent1 + 1);
 
     /* WRITE 60 KiB to qrdma1, READ it back over the one it overwrote */
-    w = qrdma_dp_wqe_sge(0xa2, QRDMA_WR_RDMA_WRITE, e0.data, BIG, e0.lkey);
-    w.rdma.remote_addr = cpu_to_le64(e1.data);
-    w.rdma.rkey = cpu_to_le32(e1.rkey);
-    qrdma_dp_post_send(&e0, &a, &w);
-    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa2, a.qpn, QRDMA_WC_RDMA_WRITE,
-                        QRDMA_WC_SUCCESS);
-    qtest_memread(e1.t.qts, e1.data, got, BIG);
-    g_assert_cmpmem(got, BIG, src, BIG);
-    qtest_memset(e0.t.qts, e0.data, 0, BIG);
-    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_RDMA_READ, e0.data, BIG, e0.lkey);
-    w.rdma.remote_addr = cpu_to_le64(e1.data);
-    w.rdma.rkey = cpu_to_le32(e1.rkey);
-    qrdma_dp_post_send(&e0, &a, &w);
-    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_RDMA_READ,
-                        QRDMA_WC_SUCCESS);
-    qtest_memread(e0.t.qts, e0.data, got, BIG);
-    g_assert_cmpmem(got, BIG, src, BIG);
+    link_rdma(&e0, &a, &e1, QRDMA_WR_RDMA_WRITE, 0xa2, src, got, BIG);
+    link_rdma(&e0, &a, &e1, QRDMA_WR_RDMA_READ, 0xa3, src, got, BIG);
 
     /* an atomic: the old value back, the new one in place */
     qtest_writeq(e1.t.qts, e1.data + 4096 * 15, 40);
@@ -319,27 +331,12 @@ static void test_link_one_copy(void *obj, void *data, QGuestAllocator *alloc)
                      one0 + MID / 1024);
 
     /* a WRITE of 60 packets, by reference */
-    w = qrdma_dp_wqe_sge(0xa3, QRDMA_WR_RDMA_WRITE, e0.data, BIG, e0.lkey);
-    w.rdma.remote_addr = cpu_to_le64(e1.data);
-    w.rdma.rkey = cpu_to_le32(e1.rkey);
-    qrdma_dp_post_send(&e0, &a, &w);
-    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa3, a.qpn, QRDMA_WC_RDMA_WRITE,
-                        QRDMA_WC_SUCCESS);
-    qtest_memread(e1.t.qts, e1.data, got, BIG);
-    g_assert_cmpmem(got, BIG, src, BIG);
+    link_rdma(&e0, &a, &e1, QRDMA_WR_RDMA_WRITE, 0xa3, src, got, BIG);
     g_assert_cmpuint(qrdma_t_qom_get(&e0.t, "link-pkts-one-copy"), ==,
                      one0 + (MID + BIG) / 1024);
 
     /* READ's responses take the ring: nobody waits for their copy */
-    qtest_memset(e0.t.qts, e0.data, 0, BIG);
-    w = qrdma_dp_wqe_sge(0xa4, QRDMA_WR_RDMA_READ, e0.data, BIG, e0.lkey);
-    w.rdma.remote_addr = cpu_to_le64(e1.data);
-    w.rdma.rkey = cpu_to_le32(e1.rkey);
-    qrdma_dp_post_send(&e0, &a, &w);
-    qrdma_dp_expect_cqe(&e0, &e0.cq, 0xa4, a.qpn, QRDMA_WC_RDMA_READ,
-                        QRDMA_WC_SUCCESS);
-    qtest_memread(e0.t.qts, e0.data, got, BIG);
-    g_assert_cmpmem(got, BIG, src, BIG);
+    link_rdma(&e0, &a, &e1, QRDMA_WR_RDMA_READ, 0xa4, src, got, BIG);
     g_assert_cmpuint(qrdma_t_qom_get(&e1.t, "link-pkts-one-copy"), ==, one1);
 
     g_assert_true(qrdma_dp_relay_quiet(s->cap[0]));
