@@ -15,7 +15,8 @@ per measurement, test (write_bw_4k, ..., sweep) and figure "PROG SIZE B
 UNIT" with the median as its value, "PROG SIZE B runs" with every run's,
 and "PROG SIZE B recovery ROLE" with the recovery counters of each side's
 device that moved meanwhile (retransmits, sequence errors, duplicates: RC
-recovering from frames lost on the wire); bandwidth is perftest's "BW
+recovering from frames lost on the wire; a qrdma side's from its guest's
+statistics and its device's own, DEVICE_RECOVERY); bandwidth is perftest's "BW
 average" in its default MiB/sec, latency its t_typical in usec.
 QRDMA_BENCH_TESTS (comma-separated) runs those tests only, QRDMA_BW_ITERS
 and QRDMA_LAT_ITERS set the iterations of the fixed-size runs, and
@@ -87,6 +88,12 @@ LINK_COUNTERS = ('link-pkts-sent', 'link-tx-dropped', 'link-errors', 'link-pkts-
 # responses, and smaller payloads, cross the ring in that mode too.
 ONE_COPY_MIN = 4096
 ONE_COPY_PROGS = ('ib_write_bw', 'ib_send_bw')
+
+
+# A qrdma side's recovery counters that only its device has (QOM): the
+# sequence NAKs it sent, its requester's early retries (a timeout's is
+# the guest's completer_retry_err), and RNR NAKs: what a loss cost.
+DEVICE_RECOVERY = ('seq-naks-sent', 'early-retries', 'rnr-naks-sent', 'rnr-naks-rcvd')
 
 
 def _counters(text):
@@ -162,8 +169,13 @@ class BenchSteps:
                 self.fail('\n'.join(failed))
 
     def recovery(self):
-        return {role: _counters(self.check(role, 'recovery_counters', timeout=30).output)
-                for role in ROLES}
+        counts = {role: _counters(self.check(role, 'recovery_counters', timeout=30).output)
+                  for role in ROLES}
+        for role in ROLES:
+            if self.pair.kinds[role] == 'qrdma':
+                counts[role].update((c, self.pair.device_prop(role, c))
+                                    for c in DEVICE_RECOVERY)
+        return counts
 
     def bench(self, prog, size, iters):
         """TRIES runs of prog at size: the median of those that gave a
