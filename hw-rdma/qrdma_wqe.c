@@ -262,7 +262,12 @@ QrdmaWqeCache *qrdma_wqe_get(QrdmaCore *core, QrdmaQp *qp, uint32_t idx)
     struct qrdma_sq_wqe *wqe;
 
     if (!qp->wqe) {
-        qp->wqe = g_new0(QrdmaWqeCache, QRDMA_WQE_CACHE_SLOTS);
+        /*
+         * Only valid is read before a slot is filled: zeroing all 20 KiB
+         * cost a QP's first WQE more than the WQE itself (bench/scale).
+         */
+        qp->wqe = g_new(QrdmaWqeCache, QRDMA_WQE_CACHE_SLOTS);
+        qrdma_wqe_forget(qp);
     }
     c = &qp->wqe[idx % QRDMA_WQE_CACHE_SLOTS];
     wqe = &c->wqe;
