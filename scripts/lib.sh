@@ -382,6 +382,27 @@ kernel_on_host() {
     apt-cache show "linux-headers-$1" >/dev/null 2>&1
 }
 
+# kernel_image_package KVER: the package with KVER's kernel and modules,
+# linux-image-KVER (signed) where apt has a candidate for it, else
+# linux-image-KVER-unsigned: Debian's security archive publishes the
+# unsigned build first and the signed one up to days later, and until then
+# the newest ABI (kernel_matrix goes by its headers) has only the unsigned
+# image.  The two hold the same kernel; the guest boots without Secure
+# Boot.  Fails, saying so, where apt has neither.
+kernel_image_package() {
+    local pkg
+    for pkg in "linux-image-$1" "linux-image-$1-unsigned"; do
+        if LC_ALL=C apt-cache policy "$pkg" 2>/dev/null |
+                awk '$1 == "Candidate:" && $2 != "(none)" {found = 1} END {exit !found}'; then
+            printf '%s
+' "$pkg"
+            return 0
+        fi
+    done
+    qrdma_log "apt has neither linux-image-$1 nor linux-image-$1-unsigned (bookworm-security in apt sources? run scripts/setup-host)"
+    return 1
+}
+
 # kernel_matrix: the kernels the driver is built for by build-driver
 # --kernels, one flavour release per line: the newest ABI of each minor
 # version Debian packages, the host's (bookworm, bookworm-backports) first,
@@ -497,11 +518,12 @@ kernel_source_files() {
 # once the files are out of it, and the directories of other versions or
 # lists with it.
 fetch_kernel_source_files() {
-    local kver=$1 dir=$2 up=${1%%+*} pkg ver dl f
+    local kver=$1 dir=$2 up=${1%%+*} pkg image ver dl f
     pkg=linux-source-${up%.*}
-    ver=$(apt-cache show "linux-image-$kver" 2>/dev/null |
+    image=$(kernel_image_package "$kver") || return 1
+    ver=$(apt-cache show "$image" 2>/dev/null |
           awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
-    [ -n "$ver" ] || { qrdma_log "linux-image-$kver unknown to apt (scripts/setup-host)"; return 1; }
+    [ -n "$ver" ] || { qrdma_log "$image unknown to apt (scripts/setup-host)"; return 1; }
     dl=$(mktemp -d "$QRDMA_CACHE/linux-source/dl.XXXXXX") || return 1
     # apt drops privileges to _apt for downloads; let it write there.
     [ "$(id -u)" -ne 0 ] || chown _apt "$dl" 2>/dev/null || true

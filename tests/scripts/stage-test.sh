@@ -2,7 +2,8 @@
 # scripts/lib.sh's stage, errexit_check and with_cache_lock, and
 # fetch_verified, on small steps made to fail or to run at once: a failure
 # is never reported as done, is reported once, where it happened, and runs
-# that share the cache wait for each other.  TAP.
+# that share the cache wait for each other; and kernel_image_package on a
+# fake apt.  TAP.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 . "$(dirname "$0")/lib-tap.sh"
@@ -140,5 +141,31 @@ whole() {
 }
 check "two downloads of one file at once: both succeed, the file is whole, no part file is left" \
     whole
+
+
+# kernel_image_package, on an apt that knows some packages: Debian's
+# security archive publishes a kernel's unsigned image before its signed
+# one (6.1.0-57-amd64 had only the unsigned for days, and CI's guest of
+# the newest 6.1 failed to fetch).
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/apt-cache" <<'FAKE'
+#!/bin/sh
+# policy PKG as apt prints it: a candidate for the packages in $KNOWN.
+[ "$1" = policy ] || exit 1
+echo "$2:"
+echo "  Installed: (none)"
+case " $KNOWN " in
+    *" $2 "*) echo "  Candidate: 1.0-1" ;;
+    *) echo "  Candidate: (none)" ;;
+esac
+FAKE
+chmod +x "$TMP/bin/apt-cache"
+image_of() { PATH=$TMP/bin:$PATH KNOWN=$1 kernel_image_package 6.1.0-57-amd64 2>"$TMP/out"; }
+check "kernel_image_package: the signed image where apt has it" \
+    eval '[ "$(image_of "linux-image-6.1.0-57-amd64 linux-image-6.1.0-57-amd64-unsigned")" = linux-image-6.1.0-57-amd64 ]'
+check "kernel_image_package: the unsigned image where the signed one has no candidate" \
+    eval '[ "$(image_of "linux-image-6.1.0-57-amd64-unsigned")" = linux-image-6.1.0-57-amd64-unsigned ]'
+check "kernel_image_package: neither: it fails and says which it looked for" \
+    eval '! image_of "linux-image-6.1.0-56-amd64" >/dev/null && has "neither linux-image-6.1.0-57-amd64 nor linux-image-6.1.0-57-amd64-unsigned"'
 
 tap_end
