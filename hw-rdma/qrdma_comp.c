@@ -348,6 +348,7 @@ static void qrdma_comp_aeth(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt)
          * The responder missed packets: all from that one go again, from
          * the middle of a message if that is where it is.
          */
+        trace_qrdma_comp_seq_nak(qp->qpn, pkt->psn, qp->req.psn);
         qrdma_req_rewind_to(qp, pkt->psn);
         qrdma_dp_kick(core, qp);
         return;

@@ -912,12 +912,16 @@ static bool qrdma_resp_psn_ok(QrdmaCore *core, QrdmaQp *qp, QrdmaPkt *pkt,
         if (!qp->resp.nak_sent) {
             qp->resp.nak_sent = true;
             core->counters.seq_naks_sent++;
+            trace_qrdma_resp_seq_nak(qp->qpn, qp->resp.epsn, pkt->psn);
             qrdma_resp_ack(core, qp, qp->resp.epsn,
                            QRDMA_AETH_NAK | QRDMA_NAK_PSN_SEQ_ERR);
         }
         return false;
     }
-    qp->resp.nak_sent = false;
+    if (qp->resp.nak_sent) {
+        qp->resp.nak_sent = false;
+        trace_qrdma_resp_seq_resumed(qp->qpn, pkt->psn);
+    }
     return true;
 }
 

@@ -385,8 +385,22 @@ class QrdmaVM(QEMUMachine):
                  '-device', f'virtserialport,bus=agent-serial.0,chardev=agent,'
                  f'name={AGENT_PORT}']
         args += _share('qrdma_run', self._run_dir(), True)
+        args += self._trace_args()
         if self.incoming:
             args += ['-incoming', self.incoming]
+        return args
+
+    def _trace_args(self):
+        """QRDMA_TRACE's trace events (patterns, comma-separated, as
+        -trace enable= takes them), each line stamped with the host's time,
+        into QEMU's own log (build/vm-logs/QEMU_NAME.log): both sides of a
+        pair on one clock."""
+        patterns = [p for p in os.environ.get('QRDMA_TRACE', '').split(',') if p]
+        if not patterns:
+            return []
+        args = ['-msg', 'timestamp=on']
+        for pattern in patterns:
+            args += ['-trace', f'enable={pattern}']
         return args
 
     @property
