@@ -3,7 +3,8 @@
 # the devices the qtests plug beside it, nothing else.  Half the compile
 # time of a default build is devices no qtest here uses.
 #
-# pc: qos-test's x86_64 machine; q35: its PCIe one.
+# pc: qos-test's x86_64 machine, where every qrdma path runs; q35: the
+# PCIe machine the VMs use, for a qtest that puts qrdma behind a root port.
 CONFIG_I440FX=y
 CONFIG_Q35=y
 CONFIG_QRDMA=y

@@ -394,8 +394,7 @@ kernel_image_package() {
     for pkg in "linux-image-$1" "linux-image-$1-unsigned"; do
         if LC_ALL=C apt-cache policy "$pkg" 2>/dev/null |
                 awk '$1 == "Candidate:" && $2 != "(none)" {found = 1} END {exit !found}'; then
-            printf '%s
-' "$pkg"
+            printf '%s\n' "$pkg"
             return 0
         fi
     done
