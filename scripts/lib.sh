@@ -382,23 +382,25 @@ kernel_on_host() {
     apt-cache show "linux-headers-$1" >/dev/null 2>&1
 }
 
-# kernel_image_package KVER: the package with KVER's kernel and modules,
+# kernel_image_package KVER [CMD...]: the package with KVER's kernel and modules,
 # linux-image-KVER (signed) where apt has a candidate for it, else
 # linux-image-KVER-unsigned: Debian's security archive publishes the
 # unsigned build first and the signed one up to days later, and until then
 # the newest ABI (kernel_matrix goes by its headers) has only the unsigned
 # image.  The two hold the same kernel; the guest boots without Secure
-# Boot.  Fails, saying so, where apt has neither.
+# Boot.  Fails, saying so, where apt has neither.  CMD, if given, runs
+# apt-cache where that apt is (scripts/kernel-root run KVER --).
 kernel_image_package() {
-    local pkg
-    for pkg in "linux-image-$1" "linux-image-$1-unsigned"; do
-        if LC_ALL=C apt-cache policy "$pkg" 2>/dev/null |
+    local kver=$1 pkg
+    shift
+    for pkg in "linux-image-$kver" "linux-image-$kver-unsigned"; do
+        if "$@" env LC_ALL=C apt-cache policy "$pkg" 2>/dev/null |
                 awk '$1 == "Candidate:" && $2 != "(none)" {found = 1} END {exit !found}'; then
             printf '%s\n' "$pkg"
             return 0
         fi
     done
-    qrdma_log "apt has neither linux-image-$1 nor linux-image-$1-unsigned (bookworm-security in apt sources? run scripts/setup-host)"
+    qrdma_log "apt has neither linux-image-$kver nor linux-image-$kver-unsigned (bookworm-security in apt sources? run scripts/setup-host)"
     return 1
 }
 
