@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The meson tests of one suite that test-all leaves out (MESON_SUITE,
-# default vm-matrix): each defined once, in meson.build, with its
-# arguments, and run here by `meson test --suite`.  Sets up and builds
-# what test-all does first.  A TAP line per test with its counts, and the
+# The meson tests of one suite that test-all leaves out (MESON_SUITE, one
+# of meson.build's matrix-CELL): each defined once, in meson.build, with
+# its arguments, and run here by `meson test --suite`.  Sets up and builds
+# what test-all does first, and the targets that only this suite's tests
+# need (MESON_TARGETS).  A TAP line per test with its counts, and the
 # failed points under it; the whole log in build/meson-logs/.
 #
-#   MESON_SUITE=vm-matrix   the suite
+#   MESON_SUITE=matrix-wire-rxe   the suite
+#   MESON_TARGETS=qemu-fuzz       targets not built by default, by spaces
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 . "$(dirname "$0")/lib-tap.sh"
 
-SUITE=${MESON_SUITE:-vm-matrix}
+[ -n "${MESON_SUITE:-}" ] || qrdma_die "meson-suite: MESON_SUITE names no suite"
+SUITE=$MESON_SUITE
+read -r -a TARGETS <<<"${MESON_TARGETS:-}"
 BUILD=$QRDMA_ROOT/build
 LOGS=$BUILD/logs
 mkdir -p "$LOGS"
@@ -21,7 +25,8 @@ prepare() {
     {
         "$QRDMA_ROOT/scripts/setup-host" &&
         meson_configure "$BUILD" &&
-        meson compile -C "$BUILD"
+        meson compile -C "$BUILD" &&
+        { [ ${#TARGETS[@]} -eq 0 ] || meson compile -C "$BUILD" "${TARGETS[@]}"; }
     } >"$TAP_DETAILS" 2>&1
 }
 
